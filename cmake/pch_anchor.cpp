@@ -1,0 +1,1 @@
+// Anchors the shared precompiled LibTorch header (target pln_pch).

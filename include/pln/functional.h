@@ -1,0 +1,36 @@
+#pragma once
+// Functional twins of the modules, as torch::nn::functional::layer_norm.
+
+#include <pln/options.h>
+#include <torch/types.h>
+
+namespace pln::functional {
+
+/// Parallel Layer Normalization of `x`. `weight` and `bias` hold C elements
+/// (shape [C] or the original module's broadcast shape) or are undefined.
+///
+/// On CPU float/double tensors with p = 2 this runs the fused kernels through
+/// a custom autograd function that is twice differentiable; elsewhere (other
+/// devices, dtypes or p) it runs the composite ATen implementation.
+torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& options,
+                          const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
+
+/// PQNorm of `x` (composite implementation; p = q = 2 dispatches to parallel_ln).
+torch::Tensor pq_norm(const torch::Tensor& x, const PQNormOptions& options,
+                      const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
+
+}  // namespace pln::functional
+
+namespace pln::detail {
+
+/// The composite ATen implementation (group view, mean, pow, rsqrt), differentiable
+/// to any order on any device. It mirrors the original Python module's ops and
+/// serves as the fallback path and as the benchmarks' "composed" reference.
+torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
+                                    const torch::Tensor& weight = {},
+                                    const torch::Tensor& bias = {});
+
+/// Which path parallel_ln takes for these arguments (true: fused CPU kernels).
+bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options);
+
+}  // namespace pln::detail

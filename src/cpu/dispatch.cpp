@@ -1,0 +1,48 @@
+#include "cpu/kernels.h"
+
+namespace pln::cpu {
+namespace {
+
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const char* capability() { return has_avx2() ? "avx2" : "base"; }
+
+template <typename T>
+void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,
+             T* rstd, double eps, bool centering) {
+  if (has_avx2()) {
+    avx2::forward(g, x, weight, bias, y, mean, rstd, eps, centering);
+  } else {
+    base::forward(g, x, weight, bias, y, mean, rstd, eps, centering);
+  }
+}
+
+template <typename T>
+void backward(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
+              const T* weight, bool centering, T* dx, double* dweight, double* dbias) {
+  if (has_avx2()) {
+    avx2::backward(g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias);
+  } else {
+    base::backward(g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias);
+  }
+}
+
+template void forward<float>(const Geometry&, const float*, const float*, const float*, float*,
+                             float*, float*, double, bool);
+template void forward<double>(const Geometry&, const double*, const double*, const double*,
+                              double*, double*, double*, double, bool);
+template void backward<float>(const Geometry&, const float*, const float*, const float*,
+                              const float*, const float*, bool, float*, double*, double*);
+template void backward<double>(const Geometry&, const double*, const double*, const double*,
+                               const double*, const double*, bool, double*, double*, double*);
+
+}  // namespace pln::cpu

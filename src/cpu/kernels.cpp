@@ -1,0 +1,447 @@
+// Fused Parallel LN kernels. Compiled once per capability with PLN_CPU_NS set to
+// its namespace (base: the compiler's default target; avx2: -mavx2 -mfma).
+//
+// Groups are small (often 4-16 features), so nothing here vectorises within
+// one group: the inner-strided kernels run along the contiguous position axis
+// with all g rows of a group in step, and the features-last kernels take eight
+// groups at a time and reduce them together with one horizontal-add tree.
+
+#include "cpu/kernels.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define PLN_HAVE_AVX2 1
+#else
+#define PLN_HAVE_AVX2 0
+#endif
+
+#ifndef PLN_CPU_NS
+#error "PLN_CPU_NS must name the capability namespace"
+#endif
+
+namespace pln::cpu::PLN_CPU_NS {
+namespace {
+
+// Positions processed together along the inner axis: the g row segments of one
+// chunk (g * kChunk values) stay in L1 between the passes, and each row is
+// read as one long stream, which keeps power-of-two plane sizes (32x32 images)
+// from mapping every row of a group onto the same cache set.
+constexpr int64_t kChunk = 512;
+// Work per parallel task, in elements.
+constexpr int64_t kGrainElements = 1 << 15;
+
+template <typename T>
+inline T inv_sqrt(T v) {
+  return T(1) / std::sqrt(v);
+}
+
+// ---------------------------------------------------------------- forward ---
+
+// One chunk of n positions of one group; row j of the group starts at x + j * stride.
+template <typename T, bool kCenter>
+void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const T* w,
+                   const T* b, T* mean, T* rstd, T eps) {
+  T m[kChunk], r[kChunk];
+  const T inv_g = T(1) / T(G);
+  for (int64_t i = 0; i < n; ++i) m[i] = T(0), r[i] = T(0);
+  if (kCenter) {
+    for (int64_t j = 0; j < G; ++j) {
+      const T* xj = x + j * stride;
+      for (int64_t i = 0; i < n; ++i) m[i] += xj[i];
+    }
+    for (int64_t i = 0; i < n; ++i) m[i] *= inv_g;
+  }
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = xj[i] - m[i];
+      r[i] += d * d;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) r[i] = inv_sqrt(r[i] * inv_g + eps);
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    T* yj = y + j * stride;
+    const T wj = w[j], bj = b[j];
+    for (int64_t i = 0; i < n; ++i) yj[i] = (xj[i] - m[i]) * (r[i] * wj) + bj;
+  }
+  for (int64_t i = 0; i < n; ++i) mean[i] = m[i], rstd[i] = r[i];
+}
+
+#if PLN_HAVE_AVX2
+template <bool kCenter>
+void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int64_t G,
+                        const float* w, const float* b, float* mean, float* rstd, float eps) {
+  const int64_t nv = n / 8 * 8;
+  if (nv > 0) {
+    // Centered statistics from values shifted by the group's first row: one
+    // pass, and the shift removes the cancellation of E[x^2] - E[x]^2.
+    alignas(32) float s1[kChunk], s2[kChunk];
+    for (int64_t i = 0; i < nv; i += 8) {
+      _mm256_store_ps(s1 + i, _mm256_setzero_ps());
+      if (kCenter) {
+        _mm256_store_ps(s2 + i, _mm256_setzero_ps());
+      } else {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_store_ps(s2 + i, _mm256_mul_ps(v, v));
+      }
+    }
+    for (int64_t j = 1; j < G; ++j) {
+      const float* xj = x + j * stride;
+      for (int64_t i = 0; i < nv; i += 8) {
+        if (kCenter) {
+          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(x + i));
+          _mm256_store_ps(s1 + i, _mm256_add_ps(_mm256_load_ps(s1 + i), d));
+          _mm256_store_ps(s2 + i, _mm256_fmadd_ps(d, d, _mm256_load_ps(s2 + i)));
+        } else {
+          const __m256 v = _mm256_loadu_ps(xj + i);
+          _mm256_store_ps(s2 + i, _mm256_fmadd_ps(v, v, _mm256_load_ps(s2 + i)));
+        }
+      }
+    }
+    const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
+    const __m256 veps = _mm256_set1_ps(eps), one = _mm256_set1_ps(1.f), zero = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nv; i += 8) {
+      __m256 mu = zero, var;
+      if (kCenter) {
+        const __m256 shift = _mm256_mul_ps(_mm256_load_ps(s1 + i), inv_g);
+        var = _mm256_fnmadd_ps(shift, shift, _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g));
+        var = _mm256_max_ps(var, zero);
+        mu = _mm256_add_ps(shift, _mm256_loadu_ps(x + i));
+      } else {
+        var = _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g);
+      }
+      const __m256 r = _mm256_div_ps(one, _mm256_sqrt_ps(_mm256_add_ps(var, veps)));
+      _mm256_storeu_ps(mean + i, mu);
+      _mm256_storeu_ps(rstd + i, r);
+    }
+    for (int64_t j = 0; j < G; ++j) {
+      const float* xj = x + j * stride;
+      float* yj = y + j * stride;
+      const __m256 wj = _mm256_set1_ps(w[j]), bj = _mm256_set1_ps(b[j]);
+      for (int64_t i = 0; i < nv; i += 8) {
+        const __m256 xc = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(mean + i));
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(rstd + i), wj);
+        _mm256_storeu_ps(yj + i, _mm256_fmadd_ps(xc, scale, bj));
+      }
+    }
+  }
+  if (nv < n) {
+    forward_chunk<float, kCenter>(x + nv, y + nv, stride, n - nv, G, w, b, mean + nv, rstd + nv,
+                                  eps);
+  }
+}
+
+// Lane l of the result is the sum of the eight lanes of v[l].
+inline __m256 transpose_sum8(const __m256* v) {
+  const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
+  const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
+  const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+  return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+}
+
+inline __m256 lane(__m256 v, int l) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(l)); }
+
+// Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run time).
+template <bool kCenter, int kV>
+inline void forward_groups8_avx2(const float* x, float* y, const float* w, const float* b,
+                                 float* mean, float* rstd, int64_t V_rt, float eps) {
+  const int64_t V = kV ? kV : V_rt;
+  const int64_t G = 8 * V;
+  const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
+  __m256 acc[8], mu_l[8];
+  __m256 mu = _mm256_setzero_ps();
+  if (kCenter) {
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; ++l) {
+      __m256 a = _mm256_loadu_ps(x + l * G);
+      for (int64_t v = 1; v < V; ++v) a = _mm256_add_ps(a, _mm256_loadu_ps(x + l * G + 8 * v));
+      acc[l] = a;
+    }
+    mu = _mm256_mul_ps(transpose_sum8(acc), inv_g);
+  }
+#pragma GCC unroll 8
+  for (int l = 0; l < 8; ++l) {
+    mu_l[l] = lane(mu, l);
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t v = 0; v < V; ++v) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), mu_l[l]);
+      a = _mm256_fmadd_ps(d, d, a);
+    }
+    acc[l] = a;
+  }
+  const __m256 var = _mm256_mul_ps(transpose_sum8(acc), inv_g);
+  const __m256 r =
+      _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_sqrt_ps(_mm256_add_ps(var, _mm256_set1_ps(eps))));
+#pragma GCC unroll 8
+  for (int l = 0; l < 8; ++l) {
+    const __m256 r_l = lane(r, l);
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t c = l * G + 8 * v;
+      const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), mu_l[l]), r_l);
+      _mm256_storeu_ps(y + c, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + c), _mm256_loadu_ps(b + c)));
+    }
+  }
+  _mm256_storeu_ps(mean, mu);
+  _mm256_storeu_ps(rstd, r);
+}
+#endif  // PLN_HAVE_AVX2
+
+// Groups of G contiguous features; group k of the row uses weight[k * G ...].
+template <typename T, bool kCenter>
+void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G, const T* w, const T* b,
+                    T* mean, T* rstd, T eps) {
+  const T inv_g = T(1) / T(G);
+  for (int64_t k = 0; k < ngroups; ++k) {
+    const T* xk = x + k * G;
+    T m = T(0), v = T(0);
+    if (kCenter) {
+      for (int64_t j = 0; j < G; ++j) m += xk[j];
+      m *= inv_g;
+    }
+    for (int64_t j = 0; j < G; ++j) v += (xk[j] - m) * (xk[j] - m);
+    const T r = inv_sqrt(v * inv_g + eps);
+    for (int64_t j = 0; j < G; ++j) y[k * G + j] = (xk[j] - m) * (r * w[k * G + j]) + b[k * G + j];
+    mean[k] = m;
+    rstd[k] = r;
+  }
+}
+
+template <typename T, bool kCenter>
+void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
+                 T* rstd, T eps) {
+  int64_t k = 0;
+#if PLN_HAVE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (G % 8 == 0) {
+      const int64_t V = G / 8;
+      for (; k + 8 <= NG; k += 8) {
+        const int64_t o = k * G;
+        switch (V) {
+          case 1: forward_groups8_avx2<kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+          case 2: forward_groups8_avx2<kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+          case 4: forward_groups8_avx2<kCenter, 4>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+          default: forward_groups8_avx2<kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
+        }
+      }
+    }
+  }
+#endif
+  forward_groups<T, kCenter>(x + k * G, y + k * G, NG - k, G, w + k * G, b + k * G, mean + k,
+                             rstd + k, eps);
+}
+
+template <typename T, bool kCenter>
+void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+                  T eps) {
+  const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
+  if (g.numel() == 0) return;
+  if (I == 1) {
+    const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
+    at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean + o * NG, rstd + o * NG,
+                                eps);
+      }
+    });
+    return;
+  }
+  const int64_t slabs = g.outer * NG;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+  at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t o = s / NG, k = s % NG;
+      const int64_t off = (o * C + k * G) * I;
+      for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
+        const int64_t n = std::min(kChunk, I - i0);
+        T* mean_s = mean + s * I + i0;
+        T* rstd_s = rstd + s * I + i0;
+#if PLN_HAVE_AVX2
+        if constexpr (std::is_same_v<T, float>) {
+          forward_chunk_avx2<kCenter>(x + off + i0, y + off + i0, I, n, G, w + k * G, b + k * G,
+                                      mean_s, rstd_s, eps);
+          continue;
+        }
+#endif
+        forward_chunk<T, kCenter>(x + off + i0, y + off + i0, I, n, G, w + k * G, b + k * G,
+                                  mean_s, rstd_s, eps);
+      }
+    }
+  });
+}
+
+// --------------------------------------------------------------- backward ---
+//
+// With y = (x - mean) * rstd and gy = dy * weight, per group:
+//   dx = rstd * (gy - mean_j(gy) - y * mean_j(gy * y))   (PLS drops mean_j(gy))
+//   dweight[c] = sum dy * y,  dbias[c] = sum dy  over all positions.
+
+// Per-thread [C] partial sums for dweight and dbias, added up at the end.
+struct ParamGradPartials {
+  ParamGradPartials(int64_t channels, bool wanted)
+      : C(channels), wanted(wanted),
+        sums(wanted ? static_cast<size_t>(2 * channels * at::get_num_threads()) : 0, 0.0) {}
+  double* dweight() { return wanted ? sums.data() + 2 * C * at::get_thread_num() : nullptr; }
+  double* dbias() { return wanted ? dweight() + C : nullptr; }
+  void reduce_into(double* dw, double* db) const {
+    if (dw) std::fill(dw, dw + C, 0.0);
+    if (db) std::fill(db, db + C, 0.0);
+    for (size_t t = 0; t < sums.size(); t += 2 * C) {
+      for (int64_t c = 0; c < C; ++c) {
+        if (dw) dw[c] += sums[t + c];
+        if (db) db[c] += sums[t + C + c];
+      }
+    }
+  }
+  int64_t C;
+  bool wanted;
+  std::vector<double> sums;
+};
+
+template <typename T, bool kCenter>
+void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t G,
+                    const T* mean, const T* rstd, const T* w, T* dx, double* dw, double* db) {
+  T a[kChunk], c[kChunk];
+  const T inv_g = T(1) / T(G);
+  for (int64_t i = 0; i < n; ++i) a[i] = T(0), c[i] = T(0);
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    const T* dyj = dy + j * stride;
+    const T wj = w[j];
+    T sum_dyy = T(0), sum_dy = T(0);
+    for (int64_t i = 0; i < n; ++i) {
+      const T yv = (xj[i] - mean[i]) * rstd[i];
+      const T gy = dyj[i] * wj;
+      a[i] += gy;
+      c[i] += gy * yv;
+      sum_dyy += dyj[i] * yv;
+      sum_dy += dyj[i];
+    }
+    if (dw) dw[j] += sum_dyy, db[j] += sum_dy;
+  }
+  if (!dx) return;
+  for (int64_t i = 0; i < n; ++i) a[i] = kCenter ? a[i] * inv_g : T(0), c[i] *= inv_g;
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    const T* dyj = dy + j * stride;
+    T* dxj = dx + j * stride;
+    const T wj = w[j];
+    for (int64_t i = 0; i < n; ++i) {
+      const T yv = (xj[i] - mean[i]) * rstd[i];
+      dxj[i] = rstd[i] * (dyj[i] * wj - a[i] - yv * c[i]);
+    }
+  }
+}
+
+template <typename T, bool kCenter>
+void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
+                     const T* rstd, const T* w, T* dx, double* dw, double* db) {
+  const T inv_g = T(1) / T(G);
+  for (int64_t k = 0; k < NG; ++k) {
+    const int64_t o = k * G;
+    const T m = mean[k], r = rstd[k];
+    T a = T(0), c = T(0);
+    for (int64_t j = 0; j < G; ++j) {
+      const T yv = (x[o + j] - m) * r;
+      const T gy = dy[o + j] * w[o + j];
+      a += gy;
+      c += gy * yv;
+      if (dw) dw[o + j] += dy[o + j] * yv, db[o + j] += dy[o + j];
+    }
+    if (!dx) continue;
+    a = kCenter ? a * inv_g : T(0);
+    c *= inv_g;
+    for (int64_t j = 0; j < G; ++j) {
+      const T yv = (x[o + j] - m) * r;
+      dx[o + j] = r * (dy[o + j] * w[o + j] - a - yv * c);
+    }
+  }
+}
+
+template <typename T, bool kCenter>
+void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
+                   const T* w, T* dx, double* dweight, double* dbias) {
+  const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
+  ParamGradPartials partials(C, dweight != nullptr || dbias != nullptr);
+  if (g.numel() > 0) {
+    if (I == 1) {
+      const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
+      at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
+        double* dw = partials.dweight();
+        double* db = partials.dbias();
+        for (int64_t o = begin; o < end; ++o) {
+          backward_groups<T, kCenter>(dy + o * C, x + o * C, NG, G, mean + o * NG, rstd + o * NG,
+                                      w, dx ? dx + o * C : nullptr, dw, db);
+        }
+      });
+    } else {
+      const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+      at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+        double* dw = partials.dweight();
+        double* db = partials.dbias();
+        for (int64_t s = begin; s < end; ++s) {
+          const int64_t o = s / NG, k = s % NG;
+          const int64_t off = (o * C + k * G) * I;
+          for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
+            const int64_t n = std::min(kChunk, I - i0);
+            backward_chunk<T, kCenter>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
+                                       rstd + s * I + i0, w + k * G,
+                                       dx ? dx + off + i0 : nullptr, dw ? dw + k * G : nullptr,
+                                       db ? db + k * G : nullptr);
+          }
+        }
+      });
+    }
+  }
+  partials.reduce_into(dweight, dbias);
+}
+
+template <typename T>
+void forward_any(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+                 double eps, bool centering) {
+  if (centering) {
+    forward_impl<T, true>(g, x, w, b, y, mean, rstd, static_cast<T>(eps));
+  } else {
+    forward_impl<T, false>(g, x, w, b, y, mean, rstd, static_cast<T>(eps));
+  }
+}
+
+template <typename T>
+void backward_any(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
+                  const T* w, bool centering, T* dx, double* dw, double* db) {
+  if (centering) {
+    backward_impl<T, true>(g, dy, x, mean, rstd, w, dx, dw, db);
+  } else {
+    backward_impl<T, false>(g, dy, x, mean, rstd, w, dx, dw, db);
+  }
+}
+
+}  // namespace
+
+void forward(const Geometry& g, const float* x, const float* w, const float* b, float* y,
+             float* mean, float* rstd, double eps, bool centering) {
+  forward_any(g, x, w, b, y, mean, rstd, eps, centering);
+}
+void forward(const Geometry& g, const double* x, const double* w, const double* b, double* y,
+             double* mean, double* rstd, double eps, bool centering) {
+  forward_any(g, x, w, b, y, mean, rstd, eps, centering);
+}
+void backward(const Geometry& g, const float* dy, const float* x, const float* mean,
+              const float* rstd, const float* w, bool centering, float* dx, double* dw,
+              double* db) {
+  backward_any(g, dy, x, mean, rstd, w, centering, dx, dw, db);
+}
+void backward(const Geometry& g, const double* dy, const double* x, const double* mean,
+              const double* rstd, const double* w, bool centering, double* dx, double* dw,
+              double* db) {
+  backward_any(g, dy, x, mean, rstd, w, centering, dx, dw, db);
+}
+
+}  // namespace pln::cpu::PLN_CPU_NS

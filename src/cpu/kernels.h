@@ -1,0 +1,61 @@
+#pragma once
+// Fused CPU kernels of Parallel LN (p = 2). The input is viewed as a contiguous
+// [outer, C, inner] array whose C axis is split into groups of `group`
+// consecutive features; every (outer, group, inner) triple is normalised on
+// its own. NCHW gives inner = H*W; every features-last layout gives inner = 1.
+//
+// The kernels are compiled once per CPU capability (see CMakeLists.txt) into
+// namespaces pln::cpu::<capability>; dispatch.cpp picks one at run time.
+
+#include <cstdint>
+
+namespace pln::cpu {
+
+struct Geometry {
+  int64_t outer;
+  int64_t channels;
+  int64_t inner;
+  int64_t group;
+  int64_t num_groups() const { return channels / group; }
+  /// Number of (mean, rstd) pairs: one per normalised group instance.
+  int64_t num_stats() const { return outer * num_groups() * inner; }
+  int64_t numel() const { return outer * channels * inner; }
+};
+
+// mean/rstd are indexed (o * num_groups + k) * inner + i. `weight` and
+// `bias` always hold C values (callers pass ones/zeros when not affine).
+// Statistics are kept in float for float data and double for double data.
+//
+// backward: any of dx, dweight, dbias may be null. dweight/dbias are [C]
+// double buffers that the kernel overwrites.
+#define PLN_DECLARE_KERNELS(NS)                                                            \
+  namespace NS {                                                                           \
+  void forward(const Geometry& g, const float* x, const float* weight, const float* bias,  \
+               float* y, float* mean, float* rstd, double eps, bool centering);            \
+  void forward(const Geometry& g, const double* x, const double* weight,                   \
+               const double* bias, double* y, double* mean, double* rstd, double eps,      \
+               bool centering);                                                            \
+  void backward(const Geometry& g, const float* dy, const float* x, const float* mean,     \
+                const float* rstd, const float* weight, bool centering, float* dx,         \
+                double* dweight, double* dbias);                                           \
+  void backward(const Geometry& g, const double* dy, const double* x, const double* mean,  \
+                const double* rstd, const double* weight, bool centering, double* dx,      \
+                double* dweight, double* dbias);                                           \
+  }
+
+PLN_DECLARE_KERNELS(base)
+PLN_DECLARE_KERNELS(avx2)
+#undef PLN_DECLARE_KERNELS
+
+/// The capability the kernels run with on this CPU: "avx2" or "base".
+const char* capability();
+
+/// Dispatches to the best compiled capability.
+template <typename T>
+void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,
+             T* rstd, double eps, bool centering);
+template <typename T>
+void backward(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
+              const T* weight, bool centering, T* dx, double* dweight, double* dbias);
+
+}  // namespace pln::cpu

@@ -1,0 +1,104 @@
+#include <pln/options.h>
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace pln {
+
+std::string to_string(Layout layout) {
+  switch (layout) {
+    case Layout::kNC: return "NC";
+    case Layout::kNTC: return "NTC";
+    case Layout::kNCHW: return "NCHW";
+    case Layout::kNHWC: return "NHWC";
+    case Layout::kNCL: return "NCL";
+  }
+  TORCH_CHECK(false, "pln: unknown layout value ", static_cast<int>(layout));
+}
+
+Layout layout_from_string(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "nc") return Layout::kNC;
+  if (lower == "ntc") return Layout::kNTC;
+  if (lower == "nchw") return Layout::kNCHW;
+  if (lower == "nhwc") return Layout::kNHWC;
+  if (lower == "ncl") return Layout::kNCL;
+  TORCH_CHECK(false, "pln: unknown layout '", name, "'; expected one of nc, ntc, nchw, nhwc, ncl");
+}
+
+int64_t layout_rank(Layout layout) {
+  switch (layout) {
+    case Layout::kNC: return 2;
+    case Layout::kNTC:
+    case Layout::kNCL: return 3;
+    case Layout::kNCHW:
+    case Layout::kNHWC: return 4;
+  }
+  TORCH_CHECK(false, "pln: unknown layout value ", static_cast<int>(layout));
+}
+
+int64_t layout_channel_axis(Layout layout) {
+  switch (layout) {
+    case Layout::kNCHW:
+    case Layout::kNCL: return 1;
+    default: return layout_rank(layout) - 1;
+  }
+}
+
+namespace {
+
+Layout layout_for(int64_t dim, const std::optional<Layout>& layout) {
+  if (layout) return *layout;
+  switch (dim) {
+    case 2: return Layout::kNC;
+    case 3: return Layout::kNTC;
+    case 4: return Layout::kNCHW;
+    default:
+      TORCH_CHECK(false, "pln: dim must be 2 ([N, C]), 3 ([N, T, C]) or 4 ([N, C, H, W]), got ",
+                  dim);
+  }
+}
+
+void check_grouping(int64_t num_features, int64_t num_per_group) {
+  TORCH_CHECK(num_features > 0, "pln: num_features must be positive, got ", num_features);
+  TORCH_CHECK(num_per_group > 0, "pln: num_per_group must be positive, got ", num_per_group);
+  TORCH_CHECK(num_features % num_per_group == 0, "pln: num_features (", num_features,
+              ") must be divisible by num_per_group (", num_per_group, ")");
+}
+
+void check_eps(double eps) {
+  TORCH_CHECK(eps >= 0.0, "pln: eps must be >= 0, got ", eps);  // also rejects NaN
+}
+
+}  // namespace
+
+ParallelLNOptions::ParallelLNOptions(int64_t num_features, int64_t num_per_group)
+    : num_features_(num_features), num_per_group_(num_per_group) {}
+
+Layout ParallelLNOptions::resolved_layout() const { return layout_for(dim_, layout_); }
+
+void ParallelLNOptions::validate() const {
+  check_grouping(num_features_, num_per_group_);
+  check_eps(eps_);
+  TORCH_CHECK(p_ >= 1.0, "pln: p must be >= 1, got ", p_);
+  resolved_layout();
+}
+
+PQNormOptions::PQNormOptions(int64_t num_features, int64_t num_per_group)
+    : num_features_(num_features), num_per_group_(num_per_group) {}
+
+Layout PQNormOptions::resolved_layout() const { return layout_for(dim_, layout_); }
+
+void PQNormOptions::validate() const {
+  check_grouping(num_features_, num_per_group_);
+  check_eps(eps_);
+  TORCH_CHECK(p_ >= 1.0, "pln: p must be >= 1, got ", p_);
+  TORCH_CHECK(q_ >= 1.0, "pln: q must be >= 1, got ", q_);
+  resolved_layout();
+}
+
+}  // namespace pln

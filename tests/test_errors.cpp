@@ -1,0 +1,84 @@
+// Every impossible option and bad input raises c10::Error naming the expected
+// and the actual value.
+
+#include <gtest/gtest.h>
+
+#include "reference.h"
+
+namespace pln::test {
+namespace {
+
+// Runs f, expects a c10::Error whose message contains every fragment.
+template <typename F>
+void expect_error(F&& f, std::initializer_list<const char*> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error raised";
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    for (const char* fragment : fragments) {
+      EXPECT_NE(msg.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << msg;
+    }
+  }
+}
+
+TEST(Errors, IndivisibleGroupingAtConstruction) {
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(10, 4)); }, {"num_features (10)", "num_per_group (4)"});
+  expect_error([] { pln::PQNorm(PQNormOptions(10, 3)); }, {"num_features (10)", "num_per_group (3)"});
+}
+
+TEST(Errors, NonPositiveSizes) {
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(0, 1)); }, {"num_features must be positive, got 0"});
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(8, -2)); }, {"num_per_group must be positive, got -2"});
+}
+
+TEST(Errors, PBelowOne) {
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(8, 4).p(0.5)); }, {"p must be >= 1, got 0.5"});
+  expect_error([] { pln::PQNorm(PQNormOptions(8, 4).q(0.0)); }, {"q must be >= 1, got 0"});
+}
+
+TEST(Errors, NegativeOrNanEps) {
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(8, 4).eps(-1e-3)); }, {"eps must be >= 0, got -0.001"});
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(8, 4).eps(std::nan(""))); }, {"eps must be >= 0, got nan"});
+}
+
+TEST(Errors, UnknownDim) {
+  expect_error([] { pln::ParallelLN(ParallelLNOptions(8, 4).dim(5)); }, {"dim must be 2", "got 5"});
+  expect_error([] { layout_from_string("nwhc"); }, {"unknown layout 'nwhc'"});
+}
+
+TEST(Errors, WrongRank) {
+  pln::ParallelLN norm(ParallelLNOptions(8, 4).dim(4));
+  expect_error([&] { norm(torch::randn({2, 8})); }, {"expects a 4-D input [N, C, H, W]", "got a 2-D input of shape [2, 8]"});
+  pln::ParallelLN tokens(ParallelLNOptions(8, 4).dim(3));
+  expect_error([&] { tokens(torch::randn({2, 3, 4, 8})); }, {"expects a 3-D input", "got a 4-D input"});
+}
+
+TEST(Errors, WrongFeatureCount) {
+  pln::ParallelLN norm(ParallelLNOptions(8, 4).dim(4));
+  expect_error([&] { norm(torch::randn({2, 6, 3, 3})); }, {"expected 8 features on axis 1", "got 6"});
+  pln::ParallelLN mlp(ParallelLNOptions(8, 4).dim(2));
+  expect_error([&] { mlp(torch::randn({2, 16})); }, {"expected 8 features on axis 1", "got 16"});
+  pln::ParallelLN nhwc(ParallelLNOptions(8, 4).layout(Layout::kNHWC));
+  expect_error([&] { nhwc(torch::randn({2, 8, 3, 3})); }, {"expected 8 features on axis 3", "got 3"});
+}
+
+TEST(Errors, IntegerInput) {
+  pln::ParallelLN norm(ParallelLNOptions(8, 4).dim(2));
+  expect_error([&] { norm(torch::ones({2, 8}, torch::kLong)); }, {"expected a floating-point input", "Long"});
+}
+
+TEST(Errors, MismatchedWeightAndBias) {
+  const auto x = torch::randn({2, 8});
+  const auto options = ParallelLNOptions(8, 4).dim(2);
+  expect_error([&] { functional::parallel_ln(x, options, torch::ones({6})); }, {"weight must have 8 elements", "got 6"});
+  expect_error([&] { functional::parallel_ln(x, options, torch::ones({8}), torch::zeros({4})); }, {"bias must have 8 elements", "got 4"});
+  expect_error([&] { functional::parallel_ln(x, options, torch::ones({8}, torch::kDouble)); }, {"weight has dtype Double", "input has dtype Float"});
+}
+
+TEST(Errors, UndefinedInput) {
+  expect_error([] { functional::parallel_ln(torch::Tensor(), ParallelLNOptions(8, 4)); }, {"input tensor is undefined"});
+}
+
+}  // namespace
+}  // namespace pln::test

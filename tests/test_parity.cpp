@@ -1,0 +1,246 @@
+// Forward values and first-order gradients of the fused kernels against the
+// independent reference, over layouts, group sizes, options and dtypes.
+
+#include <gtest/gtest.h>
+
+#include "reference.h"
+
+#include <tuple>
+
+namespace pln::test {
+namespace {
+
+struct Case {
+  Layout layout;
+  int64_t C;
+  int64_t g;
+  std::vector<int64_t> shape;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  // Small odd shapes with every grouping of 12 features, in every layout.
+  for (Layout layout : {Layout::kNC, Layout::kNTC, Layout::kNCHW, Layout::kNHWC, Layout::kNCL})
+    for (int64_t g : {1, 2, 3, 4, 12}) out.push_back({layout, 12, g, shape_for(layout, 3, 12, 5, 7)});
+  // Sizes that reach the vectorised paths and their tails: eight or more
+  // groups of 8 or 16 features, inner planes longer than one chunk and not a
+  // multiple of the vector width.
+  out.push_back({Layout::kNC, 64, 8, {5, 64}});
+  out.push_back({Layout::kNC, 136, 8, {3, 136}});  // 17 groups: one block of 8 twice, one left
+  out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
+  out.push_back({Layout::kNC, 96, 32, {4, 96}});
+  out.push_back({Layout::kNC, 640, 40, {2, 640}});
+  out.push_back({Layout::kNCHW, 32, 16, {2, 32, 23, 25}});  // 575 positions > one chunk
+  out.push_back({Layout::kNCHW, 16, 8, {2, 16, 4, 4}});
+  out.push_back({Layout::kNCL, 24, 6, {2, 24, 1029}});
+  return out;
+}
+
+std::string name(const Case& c) {
+  std::string s = to_string(c.layout) + "_C" + std::to_string(c.C) + "_g" + std::to_string(c.g);
+  for (auto d : c.shape) s += "_" + std::to_string(d);
+  return s;
+}
+
+using Param = std::tuple<Case, bool /*centering*/, bool /*affine*/, torch::Dtype>;
+
+class Parity : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Parity, ForwardAndGradientsMatchReference) {
+  const auto& [c, centering, affine, dtype] = GetParam();
+  torch::manual_seed(1);
+  const auto opts = torch::TensorOptions().dtype(dtype);
+  const torch::Tensor x0 = torch::randn(c.shape, opts) * 2 + 0.5;
+  torch::Tensor w, b;
+  if (affine) {
+    w = (torch::rand({c.C}, opts) + 0.5).requires_grad_();
+    b = torch::randn({c.C}, opts).requires_grad_();
+  }
+  const auto options =
+      ParallelLNOptions(c.C, c.g).centering(centering).affine(affine).layout(c.layout);
+  ASSERT_TRUE(detail::uses_fused_kernels(x0, options));
+
+  const torch::Tensor x = x0.clone().requires_grad_();
+  const torch::Tensor y = functional::parallel_ln(x, options, w, b);
+  const torch::Tensor xr = x0.to(torch::kDouble).requires_grad_();
+  const torch::Tensor wr = affine ? w.detach().to(torch::kDouble).requires_grad_() : torch::Tensor();
+  const torch::Tensor br = affine ? b.detach().to(torch::kDouble).requires_grad_() : torch::Tensor();
+  const torch::Tensor yr = reference(xr, c.C, c.g, c.layout, centering, 1e-5, 2.0, wr, br);
+
+  const double tol = dtype == torch::kFloat ? 2e-4 : 1e-10;
+  ASSERT_EQ(y.sizes(), x.sizes());
+  EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), yr, tol, tol))
+      << "max |diff| " << (y.to(torch::kDouble) - yr).abs().max().item<double>();
+
+  const torch::Tensor dy = torch::randn(c.shape, opts);
+  y.backward(dy);
+  yr.backward(dy.to(torch::kDouble));
+  EXPECT_TRUE(torch::allclose(x.grad().to(torch::kDouble), xr.grad(), 10 * tol, 10 * tol))
+      << "dx max |diff| " << (x.grad().to(torch::kDouble) - xr.grad()).abs().max().item<double>();
+  if (affine) {
+    EXPECT_TRUE(torch::allclose(w.grad().to(torch::kDouble), wr.grad(), 10 * tol, 10 * tol))
+        << "dweight max |diff| " << (w.grad().to(torch::kDouble) - wr.grad()).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(b.grad().to(torch::kDouble), br.grad(), 10 * tol, 10 * tol))
+        << "dbias max |diff| " << (b.grad().to(torch::kDouble) - br.grad()).abs().max().item<double>();
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [c, centering, affine, dtype] = info.param;
+  return name(c) + (centering ? "_pln" : "_pls") + (affine ? "_affine" : "_plain") +
+         (dtype == torch::kFloat ? "_f32" : "_f64");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayouts, Parity,
+                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Bool(),
+                                            ::testing::Bool(),
+                                            ::testing::Values(torch::kFloat, torch::kDouble)),
+                         param_name);
+
+TEST(Forward, MatchesScalarLoops) {
+  torch::manual_seed(2);
+  const torch::Tensor x = torch::randn({2, 12, 3, 5}, torch::kDouble);
+  for (bool centering : {true, false}) {
+    const auto y = functional::parallel_ln(
+        x, ParallelLNOptions(12, 4).centering(centering).affine(false).dim(4));
+    EXPECT_TRUE(torch::allclose(y, reference_loops_nchw(x, 4, centering, 1e-5), 1e-12, 1e-12));
+  }
+}
+
+TEST(Forward, GroupStatisticsAreNormalised) {
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({4, 32, 6, 6}) * 3 + 1;
+  for (bool centering : {true, false}) {
+    const auto y = functional::parallel_ln(
+        x, ParallelLNOptions(32, 8).centering(centering).affine(false).eps(0.0));
+    const auto grouped = y.permute({0, 2, 3, 1}).reshape({-1, 4, 8});
+    if (centering) {
+      EXPECT_LT(grouped.mean(2).abs().max().item<float>(), 1e-5);
+    }
+    EXPECT_LT((grouped.pow(2).mean(2) - 1).abs().max().item<float>(), 1e-4);
+  }
+}
+
+TEST(Forward, LargeOffsetKeepsPrecision) {
+  // Values around 1000 with unit spread: naive E[x^2] - E[x]^2 in float loses everything.
+  torch::manual_seed(4);
+  const torch::Tensor x = torch::randn({64, 64}) + 1000;
+  const auto options = ParallelLNOptions(64, 8).affine(false).dim(2);
+  const auto y = functional::parallel_ln(x, options);
+  const auto yr = reference(x.to(torch::kDouble), 64, 8, Layout::kNC, true, 1e-5, 2.0);
+  EXPECT_LT((y.to(torch::kDouble) - yr).abs().max().item<double>(), 2e-3);
+  const torch::Tensor xn = torch::randn({2, 64, 40, 1}) + 1000;
+  const auto yn = functional::parallel_ln(xn, ParallelLNOptions(64, 8).affine(false).dim(4));
+  const auto ynr = reference(xn.to(torch::kDouble), 64, 8, Layout::kNCHW, true, 1e-5, 2.0);
+  EXPECT_LT((yn.to(torch::kDouble) - ynr).abs().max().item<double>(), 2e-3);
+}
+
+TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({7, 3, 20});
+  const auto y = functional::parallel_ln(x, ParallelLNOptions(20, 20).affine(false).dim(3));
+  EXPECT_TRUE(torch::allclose(y, torch::layer_norm(x, {20}), 1e-5, 1e-5));
+}
+
+TEST(Layouts, ChannelsLastMemoryIsNormalisedInPlaceOfAPermute) {
+  torch::manual_seed(6);
+  const torch::Tensor x = torch::randn({2, 16, 5, 3}).contiguous(torch::MemoryFormat::ChannelsLast);
+  ASSERT_FALSE(x.is_contiguous());
+  const auto w = torch::rand({16}) + 0.5, b = torch::randn({16});
+  const auto xg = x.clone().requires_grad_();
+  const auto y = functional::parallel_ln(xg, ParallelLNOptions(16, 4).dim(4), w, b);
+  EXPECT_TRUE(y.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  const auto yr = reference(x.contiguous(), 16, 4, Layout::kNCHW, true, 1e-5, 2.0, w, b);
+  EXPECT_TRUE(torch::allclose(y, yr, 1e-5, 1e-5));
+  // A contiguous upstream gradient into a channels-last forward.
+  const auto dy = torch::randn({2, 16, 5, 3});
+  y.backward(dy);
+  const auto xr = x.contiguous().requires_grad_();
+  reference(xr, 16, 4, Layout::kNCHW, true, 1e-5, 2.0, w, b).backward(dy);
+  EXPECT_TRUE(torch::allclose(xg.grad(), xr.grad(), 1e-4, 1e-4));
+}
+
+TEST(Layouts, NonContiguousInput) {
+  torch::manual_seed(7);
+  const torch::Tensor base = torch::randn({24, 6});
+  const torch::Tensor x = base.t();  // [6, 24], strides (1, 6)
+  ASSERT_FALSE(x.is_contiguous());
+  const auto y = functional::parallel_ln(x, ParallelLNOptions(24, 6).dim(2).affine(false));
+  EXPECT_TRUE(torch::allclose(y, reference(x, 24, 6, Layout::kNC, true, 1e-5, 2.0), 1e-5, 1e-5));
+  const torch::Tensor sliced = torch::randn({3, 16, 9, 9}).slice(2, 0, 9, 2);  // strided H
+  const auto ys = functional::parallel_ln(sliced, ParallelLNOptions(16, 8).dim(4).affine(false));
+  EXPECT_TRUE(torch::allclose(ys, reference(sliced, 16, 8, Layout::kNCHW, true, 1e-5, 2.0), 1e-5, 1e-5));
+}
+
+TEST(Layouts, DeclaredNotGuessed) {
+  // Width equals channel count: the declared layout alone decides the grouping axis.
+  torch::manual_seed(8);
+  const torch::Tensor x = torch::randn({2, 8, 8, 8});
+  const auto nchw = functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(4).affine(false));
+  const auto nhwc = functional::parallel_ln(
+      x, ParallelLNOptions(8, 4).layout(Layout::kNHWC).affine(false));
+  EXPECT_TRUE(torch::allclose(nchw, reference(x, 8, 4, Layout::kNCHW, true, 1e-5, 2.0), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(nhwc, reference(x, 8, 4, Layout::kNHWC, true, 1e-5, 2.0), 1e-5, 1e-5));
+  EXPECT_FALSE(torch::allclose(nchw, nhwc, 1e-3, 1e-3));
+}
+
+TEST(Shapes, EmptyBatch) {
+  for (Layout layout : {Layout::kNC, Layout::kNTC, Layout::kNCHW, Layout::kNHWC, Layout::kNCL}) {
+    const torch::Tensor x = torch::randn(shape_for(layout, 0, 8, 3, 2)).requires_grad_();
+    const auto options = ParallelLNOptions(8, 4).layout(layout);
+    pln::ParallelLN norm(options);
+    const auto y = norm(x);
+    EXPECT_EQ(y.sizes(), x.sizes());
+    y.sum().backward();
+    EXPECT_EQ(x.grad().sizes(), x.sizes());
+    EXPECT_EQ(norm->weight.grad().abs().sum().item<float>(), 0.f);
+  }
+}
+
+TEST(Paths, CompositeMatchesFused) {
+  torch::manual_seed(9);
+  const torch::Tensor x = torch::randn({3, 16, 4, 5}, torch::kDouble);
+  const auto w = torch::rand({16}, torch::kDouble), b = torch::randn({16}, torch::kDouble);
+  for (bool centering : {true, false}) {
+    const auto options = ParallelLNOptions(16, 4).centering(centering);
+    EXPECT_TRUE(torch::allclose(functional::parallel_ln(x, options, w, b),
+                                detail::parallel_ln_composite(x, options, w, b), 1e-12, 1e-12));
+  }
+}
+
+TEST(Paths, GenericPAndHalfUseTheCompositePath) {
+  torch::manual_seed(10);
+  const torch::Tensor x = torch::randn({5, 12}, torch::kDouble);
+  const auto options = ParallelLNOptions(12, 4).dim(2).p(3.0).affine(false);
+  EXPECT_FALSE(detail::uses_fused_kernels(x, options));
+  EXPECT_TRUE(torch::allclose(functional::parallel_ln(x, options),
+                              reference(x, 12, 4, Layout::kNC, true, 1e-5, 3.0), 1e-12, 1e-12));
+  const torch::Tensor xh = torch::randn({5, 12}).to(torch::kBFloat16);
+  const auto options2 = ParallelLNOptions(12, 4).dim(2).affine(false);
+  EXPECT_FALSE(detail::uses_fused_kernels(xh, options2));
+  const auto yh = functional::parallel_ln(xh, options2).to(torch::kFloat);
+  EXPECT_TRUE(torch::allclose(yh, reference(xh.to(torch::kFloat), 12, 4, Layout::kNC, true, 1e-5, 2.0), 5e-2, 5e-2));
+}
+
+TEST(Threads, ResultsDoNotDependOnThreadCount) {
+  torch::manual_seed(11);
+  const torch::Tensor x = torch::randn({64, 256}).requires_grad_();
+  const auto dy = torch::randn({64, 256});
+  pln::ParallelLN norm(ParallelLNOptions(256, 8).dim(2));
+  const int saved = torch::get_num_threads();
+  std::vector<torch::Tensor> ys, dws;
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    norm->zero_grad();
+    const auto y = norm(x);
+    y.backward(dy);
+    ys.push_back(y.detach());
+    dws.push_back(norm->weight.grad().clone());
+  }
+  torch::set_num_threads(saved);
+  EXPECT_TRUE(torch::equal(ys[0], ys[1]));
+  EXPECT_TRUE(torch::allclose(dws[0], dws[1], 1e-5, 1e-5));
+}
+
+}  // namespace
+}  // namespace pln::test
