@@ -10,6 +10,10 @@
 
 #include <fmt/core.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -60,6 +64,16 @@ torch::Tensor grouped_layer_norm(const torch::Tensor& x, const Shape& s, const t
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // Keep freed blocks in the heap: otherwise every large tensor is a fresh
+  // mmap whose page faults (costly on virtual machines) swamp the arithmetic
+  // and make the many-temporaries composed reference look far slower than it is.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  const char* allocator = "glibc malloc, no mmap/trim of freed blocks";
+#else
+  const char* allocator = "system allocator";
+#endif
   int reps = 10;
   bool quick = false;
   std::vector<int> threads = {1, 2};
@@ -91,8 +105,8 @@ int main(int argc, char** argv) {
               {"NCHW   [8,64,32,32] g=16", {8, 64, 32, 32}, 64, 16, 4}};
     reps = std::min(reps, 3);
   }
-  fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine\n",
-             TORCH_VERSION, pln::cpu::capability(), reps);
+  fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine, {}\n",
+             TORCH_VERSION, pln::cpu::capability(), reps, allocator);
   fmt::print("ratios: composed/fused and layer_norm/fused are speed-ups (higher is better); "
              "fused/copy is the cost over a plain copy (1.0 is the floor)\n\n");
   fmt::print("{:<28} {:>3} {:>8} | {:>9} {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8}\n", "shape",

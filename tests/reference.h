@@ -10,6 +10,10 @@
 #include <cmath>
 #include <vector>
 
+namespace pln {
+inline void PrintTo(Layout layout, std::ostream* os) { *os << to_string(layout); }
+}  // namespace pln
+
 namespace pln::test {
 
 inline torch::Tensor reference(const torch::Tensor& x, int64_t C, int64_t g, Layout layout,

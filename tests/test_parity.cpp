@@ -42,6 +42,8 @@ std::string name(const Case& c) {
   return s;
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << name(c); }
+
 using Param = std::tuple<Case, bool /*centering*/, bool /*affine*/, torch::Dtype>;
 
 class Parity : public ::testing::TestWithParam<Param> {};

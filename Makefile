@@ -1,0 +1,34 @@
+# Quick start: `make demo` (the main job) and `make test` (the whole suite).
+# Each installs missing Debian packages, configures (Release, Ninja) and builds.
+
+BUILD_DIR ?= build
+CMAKE_ARGS ?=
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all bootstrap configure build demo test bench install-check clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+$(BUILD_DIR)/build.ninja: | bootstrap
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+configure: bootstrap $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	$(BUILD_DIR)/apps/pln demo
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+bench: build
+	$(BUILD_DIR)/bench/pln_bench
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,26 @@
+// The `pln` command line: one subcommand per job.
+
+#include "commands.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/core.h>
+
+#include <exception>
+
+int main(int argc, char** argv) {
+  CLI::App app{"Parallel Layer Normalization: the operator's demo and experiments"};
+  app.require_subcommand(1);
+  pln::cli::add_demo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "pln: {}\n", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pln: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
