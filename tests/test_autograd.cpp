@@ -9,53 +9,49 @@
 namespace pln::test {
 namespace {
 
-using Param = std::tuple<Layout, bool /*centering*/, bool /*affine*/>;
-
-class Gradcheck : public ::testing::TestWithParam<Param> {
+// One test per layout; the option combinations loop inside it.
+class Gradcheck : public ::testing::TestWithParam<Layout> {
  protected:
-  void SetUp() override {
-    const auto& [layout, centering, affine] = GetParam();
-    torch::manual_seed(21);
-    const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-    x = torch::randn(shape_for(layout, 2, 8, 3, 2), opts).requires_grad_();
-    if (affine) {
-      w = (torch::rand({8}, opts) + 0.5).requires_grad_();
-      b = torch::randn({8}, opts).requires_grad_();
-    }
-    options = std::make_unique<ParallelLNOptions>(
-        ParallelLNOptions(8, 4).centering(centering).affine(affine).layout(layout));
-    ASSERT_TRUE(detail::uses_fused_kernels(x, *options));
+  template <typename Check>
+  void for_each_option(Check&& check) {
+    const Layout layout = GetParam();
+    for (bool centering : {true, false})
+      for (bool affine : {true, false}) {
+        SCOPED_TRACE(std::string(centering ? "PLN" : "PLS") + (affine ? ", affine" : ", no affine"));
+        torch::manual_seed(21);
+        const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+        const auto x = torch::randn(shape_for(layout, 2, 8, 3, 2), opts).requires_grad_();
+        torch::Tensor w, b;
+        if (affine) {
+          w = (torch::rand({8}, opts) + 0.5).requires_grad_();
+          b = torch::randn({8}, opts).requires_grad_();
+        }
+        const auto options =
+            ParallelLNOptions(8, 4).centering(centering).affine(affine).layout(layout);
+        ASSERT_TRUE(detail::uses_fused_kernels(x, options));
+        const Fn op = [&](const std::vector<torch::Tensor>& in) {
+          return functional::parallel_ln(in[0], options, in[1], in[2]);
+        };
+        const CheckResult r = check(op, std::vector<torch::Tensor>{x, w, b});
+        EXPECT_TRUE(r.ok) << r.message;
+      }
   }
-  Fn op() const {
-    return [this](const std::vector<torch::Tensor>& in) {
-      return functional::parallel_ln(in[0], *options, in[1], in[2]);
-    };
-  }
-  torch::Tensor x, w, b;
-  std::unique_ptr<ParallelLNOptions> options;
 };
 
 TEST_P(Gradcheck, FirstOrder) {
-  const auto r = gradcheck(op(), {x, w, b});
-  EXPECT_TRUE(r.ok) << r.message;
+  for_each_option([](const Fn& f, const std::vector<torch::Tensor>& in) { return gradcheck(f, in); });
 }
 
 TEST_P(Gradcheck, SecondOrder) {
-  const auto r = gradgradcheck(op(), {x, w, b});
-  EXPECT_TRUE(r.ok) << r.message;
-}
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [layout, centering, affine] = info.param;
-  return to_string(layout) + (centering ? "_pln" : "_pls") + (affine ? "_affine" : "_plain");
+  for_each_option([](const Fn& f, const std::vector<torch::Tensor>& in) { return gradgradcheck(f, in); });
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOptions, Gradcheck,
-                         ::testing::Combine(::testing::Values(Layout::kNC, Layout::kNTC,
-                                                              Layout::kNCHW, Layout::kNHWC,
-                                                              Layout::kNCL),
-                                            ::testing::Bool(), ::testing::Bool()),
-                         param_name);
+                         ::testing::Values(Layout::kNC, Layout::kNTC, Layout::kNCHW,
+                                           Layout::kNHWC, Layout::kNCL),
+                         [](const ::testing::TestParamInfo<Layout>& info) {
+                           return to_string(info.param);
+                         });
 
 TEST(Gradcheck, ChannelsLastInput) {
   torch::manual_seed(22);

@@ -147,50 +147,48 @@ inline __m256 transpose_sum8(const __m256* v) {
   return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
 }
 
-inline __m256 lane(__m256 v, int l) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(l)); }
-
 // Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run time).
+// Shifted one-pass statistics (shift: the group's first value, broadcast from
+// memory), one transpose-sum per statistic, then per-group scalars that the
+// output pass broadcasts from memory: the shuffle units only do the two trees.
 template <bool kCenter, int kV>
 inline void forward_groups8_avx2(const float* x, float* y, const float* w, const float* b,
                                  float* mean, float* rstd, int64_t V_rt, float eps) {
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = 8 * V;
   const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
-  __m256 acc[8], mu_l[8];
-  __m256 mu = _mm256_setzero_ps();
-  if (kCenter) {
-#pragma GCC unroll 8
-    for (int l = 0; l < 8; ++l) {
-      __m256 a = _mm256_loadu_ps(x + l * G);
-      for (int64_t v = 1; v < V; ++v) a = _mm256_add_ps(a, _mm256_loadu_ps(x + l * G + 8 * v));
-      acc[l] = a;
-    }
-    mu = _mm256_mul_ps(transpose_sum8(acc), inv_g);
-  }
+  __m256 s1[8], s2[8];
 #pragma GCC unroll 8
   for (int l = 0; l < 8; ++l) {
-    mu_l[l] = lane(mu, l);
-    __m256 a = _mm256_setzero_ps();
+    const __m256 shift = kCenter ? _mm256_broadcast_ss(x + l * G) : _mm256_setzero_ps();
+    __m256 a = _mm256_setzero_ps(), q = _mm256_setzero_ps();
     for (int64_t v = 0; v < V; ++v) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), mu_l[l]);
-      a = _mm256_fmadd_ps(d, d, a);
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), shift);
+      a = _mm256_add_ps(a, d);
+      q = _mm256_fmadd_ps(d, d, q);
     }
-    acc[l] = a;
+    s1[l] = a;
+    s2[l] = q;
   }
-  const __m256 var = _mm256_mul_ps(transpose_sum8(acc), inv_g);
+  const __m256 m_shifted = _mm256_mul_ps(transpose_sum8(s1), inv_g);
+  __m256 var = _mm256_mul_ps(transpose_sum8(s2), inv_g);
+  if (kCenter) var = _mm256_max_ps(_mm256_fnmadd_ps(m_shifted, m_shifted, var), _mm256_setzero_ps());
   const __m256 r =
       _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_sqrt_ps(_mm256_add_ps(var, _mm256_set1_ps(eps))));
+  alignas(32) float mu[8];
+  _mm256_store_ps(mu, m_shifted);
+  _mm256_storeu_ps(rstd, r);
+  for (int l = 0; l < 8; ++l) mu[l] = kCenter ? mu[l] + x[l * G] : 0.f;
 #pragma GCC unroll 8
   for (int l = 0; l < 8; ++l) {
-    const __m256 r_l = lane(r, l);
+    const __m256 mu_l = _mm256_broadcast_ss(mu + l), r_l = _mm256_broadcast_ss(rstd + l);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t c = l * G + 8 * v;
-      const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), mu_l[l]), r_l);
+      const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), mu_l), r_l);
       _mm256_storeu_ps(y + c, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + c), _mm256_loadu_ps(b + c)));
     }
   }
-  _mm256_storeu_ps(mean, mu);
-  _mm256_storeu_ps(rstd, r);
+  std::copy(mu, mu + 8, mean);
 }
 #endif  // PLN_HAVE_AVX2
 
