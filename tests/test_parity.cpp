@@ -28,6 +28,7 @@ std::vector<Case> cases() {
   out.push_back({Layout::kNC, 136, 8, {3, 136}});  // 17 groups: one block of 8 twice, one left
   out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
   out.push_back({Layout::kNC, 96, 32, {4, 96}});
+  out.push_back({Layout::kNC, 256, 32, {3, 256}});  // eight groups of 32
   out.push_back({Layout::kNC, 640, 40, {2, 640}});
   out.push_back({Layout::kNCHW, 32, 16, {2, 32, 23, 25}});  // 575 positions > one chunk
   out.push_back({Layout::kNCHW, 16, 8, {2, 16, 4, 4}});
@@ -132,6 +133,17 @@ TEST(Forward, LargeOffsetKeepsPrecision) {
   const auto yn = functional::parallel_ln(xn, ParallelLNOptions(64, 8).affine(false).dim(4));
   const auto ynr = reference(xn.to(torch::kDouble), 64, 8, Layout::kNCHW, true, 1e-5, 2.0);
   EXPECT_LT((yn.to(torch::kDouble) - ynr).abs().max().item<double>(), 2e-3);
+}
+
+TEST(Forward, LargeNchwOutputMatchesReference) {
+  // Above 16 MiB the NCHW kernel writes its output with non-temporal stores.
+  torch::manual_seed(12);
+  const torch::Tensor x = torch::randn({2, 32, 256, 260});
+  ASSERT_GE(x.numel() * 4, 16 << 20);
+  const auto w = torch::rand({32}) + 0.5, b = torch::randn({32});
+  const auto y = functional::parallel_ln(x, ParallelLNOptions(32, 8), w, b);
+  const auto yr = reference(x, 32, 8, Layout::kNCHW, true, 1e-5, 2.0, w, b);
+  EXPECT_LT((y - yr).abs().max().item<float>(), 1e-4);
 }
 
 TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {

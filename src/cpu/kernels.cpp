@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +35,8 @@ namespace {
 // read as one long stream, which keeps power-of-two plane sizes (32x32 images)
 // from mapping every row of a group onto the same cache set.
 constexpr int64_t kChunk = 512;
+// Outputs at least this large are written around the cache (see kStream).
+constexpr int64_t kStreamBytes = int64_t(16) << 20;
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
 
@@ -76,7 +79,9 @@ void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const
 }
 
 #if PLN_HAVE_AVX2
-template <bool kCenter>
+// kStream: y rows are 32-byte aligned and the output is too large to stay in
+// cache, so it is written with non-temporal stores (no read-for-ownership).
+template <bool kCenter, bool kStream>
 void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int64_t G,
                         const float* w, const float* b, float* mean, float* rstd, float eps) {
   const int64_t nv = n / 8 * 8;
@@ -129,7 +134,11 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
       for (int64_t i = 0; i < nv; i += 8) {
         const __m256 xc = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(mean + i));
         const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(rstd + i), wj);
-        _mm256_storeu_ps(yj + i, _mm256_fmadd_ps(xc, scale, bj));
+        if (kStream) {
+          _mm256_stream_ps(yj + i, _mm256_fmadd_ps(xc, scale, bj));
+        } else {
+          _mm256_storeu_ps(yj + i, _mm256_fmadd_ps(xc, scale, bj));
+        }
       }
     }
   }
@@ -253,6 +262,8 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   }
   const int64_t slabs = g.outer * NG;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+  const bool stream = I % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0 &&
+                      g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
   at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       const int64_t o = s / NG, k = s % NG;
@@ -263,8 +274,13 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
         T* rstd_s = rstd + s * I + i0;
 #if PLN_HAVE_AVX2
         if constexpr (std::is_same_v<T, float>) {
-          forward_chunk_avx2<kCenter>(x + off + i0, y + off + i0, I, n, G, w + k * G, b + k * G,
-                                      mean_s, rstd_s, eps);
+          if (stream) {
+            forward_chunk_avx2<kCenter, true>(x + off + i0, y + off + i0, I, n, G, w + k * G,
+                                              b + k * G, mean_s, rstd_s, eps);
+          } else {
+            forward_chunk_avx2<kCenter, false>(x + off + i0, y + off + i0, I, n, G, w + k * G,
+                                               b + k * G, mean_s, rstd_s, eps);
+          }
           continue;
         }
 #endif
@@ -272,6 +288,9 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
                                   mean_s, rstd_s, eps);
       }
     }
+#if PLN_HAVE_AVX2
+    if (stream) _mm_sfence();  // order the non-temporal stores before the join
+#endif
   });
 }
 
@@ -340,7 +359,87 @@ void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t 
 
 template <typename T, bool kCenter>
 void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
-                     const T* rstd, const T* w, T* dx, double* dw, double* db) {
+                     const T* rstd, const T* w, T* dx, T* dw, T* db);
+
+#if PLN_HAVE_AVX2
+// Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run
+// time); dw/db are this task's float partial sums for the same features.
+template <bool kCenter, int kV>
+inline void backward_groups8_avx2(const float* dy, const float* x, const float* mean,
+                                  const float* rstd, const float* w, float* dx, float* dw,
+                                  float* db, int64_t V_rt) {
+  const int64_t V = kV ? kV : V_rt;
+  const int64_t G = 8 * V;
+  __m256 sum_gy[8], sum_gyy[8];
+#pragma GCC unroll 8
+  for (int l = 0; l < 8; ++l) {
+    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
+    __m256 a = _mm256_setzero_ps(), c = _mm256_setzero_ps();
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t o = l * G + 8 * v;
+      const __m256 dyv = _mm256_loadu_ps(dy + o);
+      const __m256 yv = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + o), mu_l), r_l);
+      const __m256 gy = _mm256_mul_ps(dyv, _mm256_loadu_ps(w + o));
+      a = _mm256_add_ps(a, gy);
+      c = _mm256_fmadd_ps(gy, yv, c);
+      if (dw) {
+        _mm256_storeu_ps(dw + o, _mm256_fmadd_ps(dyv, yv, _mm256_loadu_ps(dw + o)));
+        _mm256_storeu_ps(db + o, _mm256_add_ps(dyv, _mm256_loadu_ps(db + o)));
+      }
+    }
+    sum_gy[l] = a;
+    sum_gyy[l] = c;
+  }
+  if (!dx) return;
+  const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
+  alignas(32) float mean_gy[8], mean_gyy[8];
+  _mm256_store_ps(mean_gy, kCenter ? _mm256_mul_ps(transpose_sum8(sum_gy), inv_g) : _mm256_setzero_ps());
+  _mm256_store_ps(mean_gyy, _mm256_mul_ps(transpose_sum8(sum_gyy), inv_g));
+#pragma GCC unroll 8
+  for (int l = 0; l < 8; ++l) {
+    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
+    const __m256 a_l = _mm256_broadcast_ss(mean_gy + l), c_l = _mm256_broadcast_ss(mean_gyy + l);
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t o = l * G + 8 * v;
+      const __m256 yv = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + o), mu_l), r_l);
+      const __m256 gy = _mm256_mul_ps(_mm256_loadu_ps(dy + o), _mm256_loadu_ps(w + o));
+      const __m256 inner = _mm256_fnmadd_ps(yv, c_l, _mm256_sub_ps(gy, a_l));
+      _mm256_storeu_ps(dx + o, _mm256_mul_ps(r_l, inner));
+    }
+  }
+}
+#endif  // PLN_HAVE_AVX2
+
+template <typename T, bool kCenter>
+void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd,
+                  const T* w, T* dx, T* dw, T* db) {
+  int64_t k = 0;
+#if PLN_HAVE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (G % 8 == 0) {
+      const int64_t V = G / 8;
+      for (; k + 8 <= NG; k += 8) {
+        const int64_t o = k * G;
+        float* dxo = dx ? dx + o : nullptr;
+        float* dwo = dw ? dw + o : nullptr;
+        float* dbo = db ? db + o : nullptr;
+        switch (V) {
+          case 1: backward_groups8_avx2<kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+          case 2: backward_groups8_avx2<kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+          default: backward_groups8_avx2<kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
+        }
+      }
+    }
+  }
+#endif
+  backward_groups<T, kCenter>(dy + k * G, x + k * G, NG - k, G, mean + k, rstd + k, w + k * G,
+                              dx ? dx + k * G : nullptr, dw ? dw + k * G : nullptr,
+                              db ? db + k * G : nullptr);
+}
+
+template <typename T, bool kCenter>
+void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
+                     const T* rstd, const T* w, T* dx, T* dw, T* db) {
   const T inv_g = T(1) / T(G);
   for (int64_t k = 0; k < NG; ++k) {
     const int64_t o = k * G;
@@ -372,11 +471,18 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
     if (I == 1) {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
       at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
-        double* dw = partials.dweight();
-        double* db = partials.dbias();
+        // Rows of one task are summed in T, then added to the double partials.
+        std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
+        T* dw = partials.wanted ? local.data() : nullptr;
+        T* db = partials.wanted ? local.data() + C : nullptr;
         for (int64_t o = begin; o < end; ++o) {
-          backward_groups<T, kCenter>(dy + o * C, x + o * C, NG, G, mean + o * NG, rstd + o * NG,
-                                      w, dx ? dx + o * C : nullptr, dw, db);
+          backward_row<T, kCenter>(dy + o * C, x + o * C, NG, G, mean + o * NG, rstd + o * NG, w,
+                                   dx ? dx + o * C : nullptr, dw, db);
+        }
+        if (partials.wanted) {
+          double* pw = partials.dweight();
+          double* pb = partials.dbias();
+          for (int64_t c = 0; c < C; ++c) pw[c] += dw[c], pb[c] += db[c];
         }
       });
     } else {
