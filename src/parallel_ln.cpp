@@ -23,13 +23,19 @@ struct ForwardResult {
   torch::Tensor y, mean, rstd;
 };
 
+// save_stats = false: inference, nothing will be differentiated, so the per-group
+// mean and 1/std are not written out.
 ForwardResult fused_forward(const torch::Tensor& x, const torch::Tensor& weight,
-                            const torch::Tensor& bias, const GroupNormSpec& spec) {
+                            const torch::Tensor& bias, const GroupNormSpec& spec,
+                            bool save_stats = true) {
   const KernelView view = kernel_view(x, spec.layout, spec.num_features, spec.num_per_group);
   const auto& g = view.geometry;
   torch::Tensor y = at::empty(x.sizes(), x.options().memory_format(view.format));
-  torch::Tensor mean = at::empty({g.num_stats()}, x.options());
-  torch::Tensor rstd = at::empty({g.num_stats()}, x.options());
+  torch::Tensor mean, rstd;
+  if (save_stats) {
+    mean = at::empty({g.num_stats()}, x.options());
+    rstd = at::empty({g.num_stats()}, x.options());
+  }
   const torch::Tensor w = weight.defined() ? weight.reshape({-1}).contiguous()
                                            : at::ones({spec.num_features}, x.options());
   const torch::Tensor b = bias.defined() ? bias.reshape({-1}).contiguous()
@@ -37,7 +43,8 @@ ForwardResult fused_forward(const torch::Tensor& x, const torch::Tensor& weight,
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_parallel_ln_forward", [&] {
     cpu::forward<scalar_t>(g, view.data.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
                            b.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                           mean.data_ptr<scalar_t>(), rstd.data_ptr<scalar_t>(), spec.eps,
+                           save_stats ? mean.data_ptr<scalar_t>() : nullptr,
+                           save_stats ? rstd.data_ptr<scalar_t>() : nullptr, spec.eps,
                            spec.centering);
   });
   return {y, mean, rstd};
@@ -156,6 +163,13 @@ torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& optio
   detail::check_call(x, options, weight, bias);
   if (!detail::uses_fused_kernels(x, options)) {
     return detail::composite_forward(x, detail::spec_of(options), weight, bias);
+  }
+  const bool differentiable =
+      torch::GradMode::is_enabled() &&
+      (x.requires_grad() || (weight.defined() && weight.requires_grad()) ||
+       (bias.defined() && bias.requires_grad()));
+  if (!differentiable) {
+    return detail::fused_forward(x, weight, bias, detail::spec_of(options), false).y;
   }
   return detail::ParallelLNFunction::apply(x, weight.defined() ? weight : detail::absent(x),
                                            bias.defined() ? bias : detail::absent(x),

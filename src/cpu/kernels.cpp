@@ -253,9 +253,12 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (I == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
     at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
+      // Without saved statistics, each row's go to a scratch that stays in L1.
+      std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * NG));
       for (int64_t o = begin; o < end; ++o) {
-        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean + o * NG, rstd + o * NG,
-                                eps);
+        T* mean_o = mean ? mean + o * NG : scratch.data();
+        T* rstd_o = rstd ? rstd + o * NG : scratch.data() + NG;
+        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, eps);
       }
     });
     return;
@@ -265,13 +268,14 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   const bool stream = I % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0 &&
                       g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
   at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * kChunk));
     for (int64_t s = begin; s < end; ++s) {
       const int64_t o = s / NG, k = s % NG;
       const int64_t off = (o * C + k * G) * I;
       for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
         const int64_t n = std::min(kChunk, I - i0);
-        T* mean_s = mean + s * I + i0;
-        T* rstd_s = rstd + s * I + i0;
+        T* mean_s = mean ? mean + s * I + i0 : scratch.data();
+        T* rstd_s = rstd ? rstd + s * I + i0 : scratch.data() + kChunk;
 #if PLN_HAVE_AVX2
         if constexpr (std::is_same_v<T, float>) {
           if (stream) {

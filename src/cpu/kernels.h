@@ -22,7 +22,8 @@ struct Geometry {
   int64_t numel() const { return outer * channels * inner; }
 };
 
-// mean/rstd are indexed (o * num_groups + k) * inner + i. `weight` and
+// mean/rstd are indexed (o * num_groups + k) * inner + i; forward takes null
+// for both when the statistics are not needed (no backward will follow). `weight` and
 // `bias` always hold C values (callers pass ones/zeros when not affine).
 // Statistics are kept in float for float data and double for double data.
 //
