@@ -47,6 +47,11 @@ DemoResult train(const std::string& kind, const std::string& label, int64_t widt
     loss.backward();
     opt.step();
     loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) {
+      throw std::runtime_error("demo: training of " + label + " (width " + std::to_string(width) +
+                               ") diverged at step " + std::to_string(step) + " (loss " +
+                               std::to_string(loss_value) + "); lower --lr");
+    }
   }
   DemoResult r;
   r.model = label;

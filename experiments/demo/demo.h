@@ -33,7 +33,8 @@ struct DemoResult {
 /// Validates the configuration; throws std::invalid_argument naming the field.
 void validate(const DemoConfig& config);
 
-/// Trains every model of the demo; `on_done` (optional) sees each result as it finishes.
+/// Trains every model of the demo; `on_done` (optional) sees each result as it
+/// finishes. Throws std::runtime_error naming the model if its loss stops being finite.
 std::vector<DemoResult> run_demo(const DemoConfig& config,
                                  const std::function<void(const DemoResult&)>& on_done = {});
 
