@@ -158,21 +158,21 @@ inline __m256 transpose_sum8(const __m256* v) {
 
 // Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run time).
 // Shifted one-pass statistics (shift: the group's first value, broadcast from
-// memory), one transpose-sum per statistic, then per-group scalars that the
-// output pass broadcasts from memory: the shuffle units only do the two trees.
+// memory), one transpose-sum per statistic; the output pass broadcasts each
+// group's mean and 1/std back from where they were stored.
 template <bool kCenter, int kV>
 inline void forward_groups8_avx2(const float* x, float* y, const float* w, const float* b,
                                  float* mean, float* rstd, int64_t V_rt, float eps) {
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = 8 * V;
   const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
-  __m256 s1[8], s2[8];
+  __m256 s1[8], s2[8], shift[8];
 #pragma GCC unroll 8
   for (int l = 0; l < 8; ++l) {
-    const __m256 shift = kCenter ? _mm256_broadcast_ss(x + l * G) : _mm256_setzero_ps();
+    shift[l] = kCenter ? _mm256_broadcast_ss(x + l * G) : _mm256_setzero_ps();
     __m256 a = _mm256_setzero_ps(), q = _mm256_setzero_ps();
     for (int64_t v = 0; v < V; ++v) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), shift);
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), shift[l]);
       a = _mm256_add_ps(a, d);
       q = _mm256_fmadd_ps(d, d, q);
     }
@@ -181,23 +181,32 @@ inline void forward_groups8_avx2(const float* x, float* y, const float* w, const
   }
   const __m256 m_shifted = _mm256_mul_ps(transpose_sum8(s1), inv_g);
   __m256 var = _mm256_mul_ps(transpose_sum8(s2), inv_g);
-  if (kCenter) var = _mm256_max_ps(_mm256_fnmadd_ps(m_shifted, m_shifted, var), _mm256_setzero_ps());
+  __m256 mu = _mm256_setzero_ps();
+  if (kCenter) {
+    var = _mm256_max_ps(_mm256_fnmadd_ps(m_shifted, m_shifted, var), _mm256_setzero_ps());
+    // Lane l of the shifts vector: the first value of group l.
+    __m256 first = _mm256_blend_ps(shift[0], shift[1], 0x02);
+    first = _mm256_blend_ps(first, shift[2], 0x04);
+    first = _mm256_blend_ps(first, shift[3], 0x08);
+    first = _mm256_blend_ps(first, shift[4], 0x10);
+    first = _mm256_blend_ps(first, shift[5], 0x20);
+    first = _mm256_blend_ps(first, shift[6], 0x40);
+    first = _mm256_blend_ps(first, shift[7], 0x80);
+    mu = _mm256_add_ps(m_shifted, first);
+  }
   const __m256 r =
       _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_sqrt_ps(_mm256_add_ps(var, _mm256_set1_ps(eps))));
-  alignas(32) float mu[8];
-  _mm256_store_ps(mu, m_shifted);
+  _mm256_storeu_ps(mean, mu);
   _mm256_storeu_ps(rstd, r);
-  for (int l = 0; l < 8; ++l) mu[l] = kCenter ? mu[l] + x[l * G] : 0.f;
 #pragma GCC unroll 8
   for (int l = 0; l < 8; ++l) {
-    const __m256 mu_l = _mm256_broadcast_ss(mu + l), r_l = _mm256_broadcast_ss(rstd + l);
+    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t c = l * G + 8 * v;
       const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), mu_l), r_l);
       _mm256_storeu_ps(y + c, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + c), _mm256_loadu_ps(b + c)));
     }
   }
-  std::copy(mu, mu + 8, mean);
 }
 #endif  // PLN_HAVE_AVX2
 
