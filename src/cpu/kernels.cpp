@@ -211,9 +211,11 @@ inline void forward_groups8_avx2(const float* x, float* y, const float* w, const
 #endif  // PLN_HAVE_AVX2
 
 // Groups of G contiguous features; group k of the row uses weight[k * G ...].
-template <typename T, bool kCenter>
-void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G, const T* w, const T* b,
+// kG > 0 fixes the group size at compile time, so the loops over a group unroll.
+template <typename T, bool kCenter, int kG = 0>
+void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w, const T* b,
                     T* mean, T* rstd, T eps) {
+  const int64_t G = kG ? kG : G_rt;
   const T inv_g = T(1) / T(G);
   for (int64_t k = 0; k < ngroups; ++k) {
     const T* xk = x + k * G;
@@ -250,8 +252,14 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
     }
   }
 #endif
-  forward_groups<T, kCenter>(x + k * G, y + k * G, NG - k, G, w + k * G, b + k * G, mean + k,
-                             rstd + k, eps);
+  x += k * G, y += k * G, w += k * G, b += k * G, mean += k, rstd += k;
+  switch (G) {
+    case 2: return forward_groups<T, kCenter, 2>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 4: return forward_groups<T, kCenter, 4>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 8: return forward_groups<T, kCenter, 8>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 16: return forward_groups<T, kCenter, 16>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    default: return forward_groups<T, kCenter>(x, y, NG - k, G, w, b, mean, rstd, eps);
+  }
 }
 
 template <typename T, bool kCenter>
@@ -370,8 +378,8 @@ void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t 
   }
 }
 
-template <typename T, bool kCenter>
-void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
+template <typename T, bool kCenter, int kG = 0>
+void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T* mean,
                      const T* rstd, const T* w, T* dx, T* dw, T* db);
 
 #if PLN_HAVE_AVX2
@@ -445,14 +453,22 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
     }
   }
 #endif
-  backward_groups<T, kCenter>(dy + k * G, x + k * G, NG - k, G, mean + k, rstd + k, w + k * G,
-                              dx ? dx + k * G : nullptr, dw ? dw + k * G : nullptr,
-                              db ? db + k * G : nullptr);
+  dy += k * G, x += k * G, w += k * G, mean += k, rstd += k;
+  if (dx) dx += k * G;
+  if (dw) dw += k * G, db += k * G;
+  switch (G) {
+    case 2: return backward_groups<T, kCenter, 2>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+    case 4: return backward_groups<T, kCenter, 4>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+    case 8: return backward_groups<T, kCenter, 8>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+    case 16: return backward_groups<T, kCenter, 16>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+    default: return backward_groups<T, kCenter>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+  }
 }
 
-template <typename T, bool kCenter>
-void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
+template <typename T, bool kCenter, int kG>
+void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T* mean,
                      const T* rstd, const T* w, T* dx, T* dw, T* db) {
+  const int64_t G = kG ? kG : G_rt;
   const T inv_g = T(1) / T(G);
   for (int64_t k = 0; k < NG; ++k) {
     const int64_t o = k * G;
