@@ -25,6 +25,7 @@ std::vector<Case> cases() {
   // groups of 8 or 16 features, inner planes longer than one chunk and not a
   // multiple of the vector width.
   out.push_back({Layout::kNC, 64, 8, {5, 64}});
+  out.push_back({Layout::kNHWC, 36, 4, {2, 3, 2, 36}});  // nine groups of 4: the double path and a tail
   out.push_back({Layout::kNC, 136, 8, {3, 136}});  // 17 groups: one block of 8 twice, one left
   out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
   out.push_back({Layout::kNC, 96, 32, {4, 96}});

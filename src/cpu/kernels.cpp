@@ -208,6 +208,54 @@ inline void forward_groups8_avx2(const float* x, float* y, const float* w, const
     }
   }
 }
+
+// Lane l of the result is the sum of the four lanes of v[l].
+inline __m256d transpose_sum4(const __m256d* v) {
+  const __m256d a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
+  return _mm256_add_pd(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
+}
+
+// The double twin of forward_groups8_avx2: four groups of G = 4 * V doubles.
+template <bool kCenter, int kV>
+inline void forward_groups4_avx2(const double* x, double* y, const double* w, const double* b,
+                                 double* mean, double* rstd, int64_t V_rt, double eps) {
+  const int64_t V = kV ? kV : V_rt;
+  const int64_t G = 4 * V;
+  const __m256d inv_g = _mm256_set1_pd(1.0 / double(G));
+  __m256d s1[4], s2[4];
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; ++l) {
+    const __m256d shift = kCenter ? _mm256_broadcast_sd(x + l * G) : _mm256_setzero_pd();
+    __m256d a = _mm256_setzero_pd(), q = _mm256_setzero_pd();
+    for (int64_t v = 0; v < V; ++v) {
+      const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(x + l * G + 4 * v), shift);
+      a = _mm256_add_pd(a, d);
+      q = _mm256_fmadd_pd(d, d, q);
+    }
+    s1[l] = a;
+    s2[l] = q;
+  }
+  const __m256d m_shifted = _mm256_mul_pd(transpose_sum4(s1), inv_g);
+  __m256d var = _mm256_mul_pd(transpose_sum4(s2), inv_g);
+  __m256d mu = _mm256_setzero_pd();
+  if (kCenter) {
+    var = _mm256_max_pd(_mm256_fnmadd_pd(m_shifted, m_shifted, var), _mm256_setzero_pd());
+    mu = _mm256_add_pd(m_shifted, _mm256_setr_pd(x[0], x[G], x[2 * G], x[3 * G]));
+  }
+  const __m256d r =
+      _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(_mm256_add_pd(var, _mm256_set1_pd(eps))));
+  _mm256_storeu_pd(mean, mu);
+  _mm256_storeu_pd(rstd, r);
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; ++l) {
+    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t c = l * G + 4 * v;
+      const __m256d xn = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + c), mu_l), r_l);
+      _mm256_storeu_pd(y + c, _mm256_fmadd_pd(xn, _mm256_loadu_pd(w + c), _mm256_loadu_pd(b + c)));
+    }
+  }
+}
 #endif  // PLN_HAVE_AVX2
 
 // Groups of G contiguous features; group k of the row uses weight[k * G ...].
@@ -247,6 +295,18 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
           case 2: forward_groups8_avx2<kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
           case 4: forward_groups8_avx2<kCenter, 4>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
           default: forward_groups8_avx2<kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
+        }
+      }
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (G % 4 == 0) {
+      const int64_t V = G / 4;
+      for (; k + 4 <= NG; k += 4) {
+        const int64_t o = k * G;
+        switch (V) {
+          case 1: forward_groups4_avx2<kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+          case 2: forward_groups4_avx2<kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+          default: forward_groups4_avx2<kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
         }
       }
     }
@@ -429,6 +489,52 @@ inline void backward_groups8_avx2(const float* dy, const float* x, const float* 
     }
   }
 }
+
+// The double twin of backward_groups8_avx2: four groups of G = 4 * V doubles.
+template <bool kCenter, int kV>
+inline void backward_groups4_avx2(const double* dy, const double* x, const double* mean,
+                                  const double* rstd, const double* w, double* dx, double* dw,
+                                  double* db, int64_t V_rt) {
+  const int64_t V = kV ? kV : V_rt;
+  const int64_t G = 4 * V;
+  __m256d sum_gy[4], sum_gyy[4];
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; ++l) {
+    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
+    __m256d a = _mm256_setzero_pd(), c = _mm256_setzero_pd();
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t o = l * G + 4 * v;
+      const __m256d dyv = _mm256_loadu_pd(dy + o);
+      const __m256d yv = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + o), mu_l), r_l);
+      const __m256d gy = _mm256_mul_pd(dyv, _mm256_loadu_pd(w + o));
+      a = _mm256_add_pd(a, gy);
+      c = _mm256_fmadd_pd(gy, yv, c);
+      if (dw) {
+        _mm256_storeu_pd(dw + o, _mm256_fmadd_pd(dyv, yv, _mm256_loadu_pd(dw + o)));
+        _mm256_storeu_pd(db + o, _mm256_add_pd(dyv, _mm256_loadu_pd(db + o)));
+      }
+    }
+    sum_gy[l] = a;
+    sum_gyy[l] = c;
+  }
+  if (!dx) return;
+  const __m256d inv_g = _mm256_set1_pd(1.0 / double(G));
+  alignas(32) double mean_gy[4], mean_gyy[4];
+  _mm256_store_pd(mean_gy, kCenter ? _mm256_mul_pd(transpose_sum4(sum_gy), inv_g) : _mm256_setzero_pd());
+  _mm256_store_pd(mean_gyy, _mm256_mul_pd(transpose_sum4(sum_gyy), inv_g));
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; ++l) {
+    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
+    const __m256d a_l = _mm256_broadcast_sd(mean_gy + l), c_l = _mm256_broadcast_sd(mean_gyy + l);
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t o = l * G + 4 * v;
+      const __m256d yv = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + o), mu_l), r_l);
+      const __m256d gy = _mm256_mul_pd(_mm256_loadu_pd(dy + o), _mm256_loadu_pd(w + o));
+      const __m256d inner = _mm256_fnmadd_pd(yv, c_l, _mm256_sub_pd(gy, a_l));
+      _mm256_storeu_pd(dx + o, _mm256_mul_pd(r_l, inner));
+    }
+  }
+}
 #endif  // PLN_HAVE_AVX2
 
 template <typename T, bool kCenter>
@@ -448,6 +554,21 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
           case 1: backward_groups8_avx2<kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
           case 2: backward_groups8_avx2<kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
           default: backward_groups8_avx2<kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
+        }
+      }
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (G % 4 == 0) {
+      const int64_t V = G / 4;
+      for (; k + 4 <= NG; k += 4) {
+        const int64_t o = k * G;
+        double* dxo = dx ? dx + o : nullptr;
+        double* dwo = dw ? dw + o : nullptr;
+        double* dbo = db ? db + o : nullptr;
+        switch (V) {
+          case 1: backward_groups4_avx2<kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+          case 2: backward_groups4_avx2<kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+          default: backward_groups4_avx2<kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
         }
       }
     }
