@@ -234,6 +234,25 @@ TEST(Paths, GenericPAndHalfUseTheCompositePath) {
   EXPECT_TRUE(torch::allclose(yh, reference(xh.to(torch::kFloat), 12, 4, Layout::kNC, true, 1e-5, 2.0), 5e-2, 5e-2));
 }
 
+TEST(Paths, NonCpuTensorsTakeTheCompositePath) {
+  // No accelerator here: the meta device stands in for one (shapes, dtypes and
+  // devices propagate through the composite ops without data).
+  const auto x = torch::empty({2, 16, 3, 3}, torch::TensorOptions().device(torch::kMeta));
+  const auto w = torch::empty({16}, torch::TensorOptions().device(torch::kMeta));
+  const auto options = ParallelLNOptions(16, 4);
+  EXPECT_FALSE(detail::uses_fused_kernels(x, options));
+  const auto y = functional::parallel_ln(x, options, w, w);
+  EXPECT_TRUE(y.is_meta());
+  EXPECT_EQ(y.sizes(), x.sizes());
+  try {
+    functional::parallel_ln(x, options, torch::ones({16}));
+    ADD_FAILURE() << "a CPU weight with a meta input was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("weight is on cpu but the input is on meta"),
+              std::string::npos) << e.what_without_backtrace();
+  }
+}
+
 TEST(Threads, ResultsDoNotDependOnThreadCount) {
   torch::manual_seed(11);
   const torch::Tensor x = torch::randn({64, 256}).requires_grad_();
