@@ -1,10 +1,12 @@
 // Fused Parallel LN kernels. Compiled once per capability with PLN_CPU_NS set to
-// its namespace (base: the compiler's default target; avx2: -mavx2 -mfma).
+// its namespace (base: the compiler's default target; avx2: -mavx2 -mfma and
+// reassociated float reductions, see CMakeLists.txt).
 //
 // Groups are small (often 4-16 features), so nothing here vectorises within
 // one group: the inner-strided kernels run along the contiguous position axis
 // with all g rows of a group in step, and the features-last kernels take eight
-// groups at a time and reduce them together with one horizontal-add tree.
+// float (four double) groups at a time and reduce them together with one
+// horizontal-add tree. Other group sizes take scalar loops.
 
 #include "cpu/kernels.h"
 
@@ -31,7 +33,7 @@ namespace pln::cpu::PLN_CPU_NS {
 namespace {
 
 // Positions processed together along the inner axis: the g row segments of one
-// chunk (g * kChunk values) stay in L1 between the passes, and each row is
+// chunk (g * kChunk values) stay in L1/L2 between the passes, and each row is
 // read as one long stream, which keeps power-of-two plane sizes (32x32 images)
 // from mapping every row of a group onto the same cache set.
 constexpr int64_t kChunk = 512;
