@@ -21,13 +21,16 @@ configure: bootstrap $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The demo builds only the command line it runs.
+demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_cli
 	$(BUILD_DIR)/apps/pln demo
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-bench: build
+bench: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
 	$(BUILD_DIR)/bench/pln_bench
 
 clean:
