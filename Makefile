@@ -6,7 +6,7 @@ CMAKE_ARGS ?=
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all bootstrap configure build demo test bench install-check clean
+.PHONY: all bootstrap configure build demo test bench clean
 
 all: build
 
