@@ -150,111 +150,108 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
   }
 }
 
-// Lane l of the result is the sum of the eight lanes of v[l].
-inline __m256 transpose_sum8(const __m256* v) {
-  const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
-  const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
-  const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
-  return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
-}
+// One AVX2 register of T and the operations the features-last kernels use:
+// kLanes groups are handled at once, lane l of a statistic belonging to group l.
+template <typename T>
+struct Lanes;
 
-// Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run time).
-// Shifted one-pass statistics (shift: the group's first value, broadcast from
-// memory), one transpose-sum per statistic; the output pass broadcasts each
-// group's mean and 1/std back from where they were stored.
-template <bool kCenter, int kV>
-inline void forward_groups8_avx2(const float* x, float* y, const float* w, const float* b,
-                                 float* mean, float* rstd, int64_t V_rt, float eps) {
+template <>
+struct Lanes<float> {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V set1(float s) { return _mm256_set1_ps(s); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V rsqrt(V v) { return _mm256_div_ps(set1(1.f), _mm256_sqrt_ps(v)); }
+  // Lane l: the sum of the lanes of v[l].
+  static V transpose_sum(const V* v) {
+    const V a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
+    const V c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
+    const V ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+    return add(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+  }
+  // Lane l: p[l * stride].
+  static V strided(const float* p, int64_t stride) {
+    return _mm256_setr_ps(p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride],
+                          p[5 * stride], p[6 * stride], p[7 * stride]);
+  }
+};
+
+template <>
+struct Lanes<double> {
+  using V = __m256d;
+  static constexpr int kLanes = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static V set1(double s) { return _mm256_set1_pd(s); }
+  static V zero() { return _mm256_setzero_pd(); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_pd(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_pd(a, b); }
+  static V rsqrt(V v) { return _mm256_div_pd(set1(1.0), _mm256_sqrt_pd(v)); }
+  static V transpose_sum(const V* v) {
+    const V a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
+    return add(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
+  }
+  static V strided(const double* p, int64_t stride) {
+    return _mm256_setr_pd(p[0], p[stride], p[2 * stride], p[3 * stride]);
+  }
+};
+
+// kLanes consecutive groups of G = kLanes * V contiguous features (kV = 0: V at
+// run time). Shifted one-pass statistics (shift: the group's first value,
+// broadcast from memory), one transpose-sum per statistic; the output pass
+// broadcasts each group's mean and 1/std back from where they were stored.
+template <typename T, bool kCenter, int kV>
+inline void forward_groups_avx2(const T* x, T* y, const T* w, const T* b, T* mean, T* rstd,
+                                int64_t V_rt, T eps) {
+  using L = Lanes<T>;
+  using Vec = typename L::V;
+  constexpr int kL = L::kLanes;
   const int64_t V = kV ? kV : V_rt;
-  const int64_t G = 8 * V;
-  const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
-  __m256 s1[8], s2[8], shift[8];
+  const int64_t G = kL * V;
+  const Vec inv_g = L::set1(T(1) / T(G));
+  Vec s1[kL], s2[kL];
 #pragma GCC unroll 8
-  for (int l = 0; l < 8; ++l) {
-    shift[l] = kCenter ? _mm256_broadcast_ss(x + l * G) : _mm256_setzero_ps();
-    __m256 a = _mm256_setzero_ps(), q = _mm256_setzero_ps();
+  for (int l = 0; l < kL; ++l) {
+    const Vec shift = kCenter ? L::bcast(x + l * G) : L::zero();
+    Vec a = L::zero(), q = L::zero();
     for (int64_t v = 0; v < V; ++v) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + l * G + 8 * v), shift[l]);
-      a = _mm256_add_ps(a, d);
-      q = _mm256_fmadd_ps(d, d, q);
+      const Vec d = L::sub(L::load(x + l * G + kL * v), shift);
+      a = L::add(a, d);
+      q = L::fmadd(d, d, q);
     }
     s1[l] = a;
     s2[l] = q;
   }
-  const __m256 m_shifted = _mm256_mul_ps(transpose_sum8(s1), inv_g);
-  __m256 var = _mm256_mul_ps(transpose_sum8(s2), inv_g);
-  __m256 mu = _mm256_setzero_ps();
+  const Vec m_shifted = L::mul(L::transpose_sum(s1), inv_g);
+  Vec var = L::mul(L::transpose_sum(s2), inv_g);
+  Vec mu = L::zero();
   if (kCenter) {
-    var = _mm256_max_ps(_mm256_fnmadd_ps(m_shifted, m_shifted, var), _mm256_setzero_ps());
-    // Lane l of the shifts vector: the first value of group l.
-    __m256 first = _mm256_blend_ps(shift[0], shift[1], 0x02);
-    first = _mm256_blend_ps(first, shift[2], 0x04);
-    first = _mm256_blend_ps(first, shift[3], 0x08);
-    first = _mm256_blend_ps(first, shift[4], 0x10);
-    first = _mm256_blend_ps(first, shift[5], 0x20);
-    first = _mm256_blend_ps(first, shift[6], 0x40);
-    first = _mm256_blend_ps(first, shift[7], 0x80);
-    mu = _mm256_add_ps(m_shifted, first);
+    var = L::max(L::fnmadd(m_shifted, m_shifted, var), L::zero());
+    mu = L::add(m_shifted, L::strided(x, G));
   }
-  const __m256 r =
-      _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_sqrt_ps(_mm256_add_ps(var, _mm256_set1_ps(eps))));
-  _mm256_storeu_ps(mean, mu);
-  _mm256_storeu_ps(rstd, r);
+  L::store(mean, mu);
+  L::store(rstd, L::rsqrt(L::add(var, L::set1(eps))));
 #pragma GCC unroll 8
-  for (int l = 0; l < 8; ++l) {
-    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
+  for (int l = 0; l < kL; ++l) {
+    const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
     for (int64_t v = 0; v < V; ++v) {
-      const int64_t c = l * G + 8 * v;
-      const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), mu_l), r_l);
-      _mm256_storeu_ps(y + c, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + c), _mm256_loadu_ps(b + c)));
-    }
-  }
-}
-
-// Lane l of the result is the sum of the four lanes of v[l].
-inline __m256d transpose_sum4(const __m256d* v) {
-  const __m256d a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
-  return _mm256_add_pd(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
-}
-
-// The double twin of forward_groups8_avx2: four groups of G = 4 * V doubles.
-template <bool kCenter, int kV>
-inline void forward_groups4_avx2(const double* x, double* y, const double* w, const double* b,
-                                 double* mean, double* rstd, int64_t V_rt, double eps) {
-  const int64_t V = kV ? kV : V_rt;
-  const int64_t G = 4 * V;
-  const __m256d inv_g = _mm256_set1_pd(1.0 / double(G));
-  __m256d s1[4], s2[4];
-#pragma GCC unroll 4
-  for (int l = 0; l < 4; ++l) {
-    const __m256d shift = kCenter ? _mm256_broadcast_sd(x + l * G) : _mm256_setzero_pd();
-    __m256d a = _mm256_setzero_pd(), q = _mm256_setzero_pd();
-    for (int64_t v = 0; v < V; ++v) {
-      const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(x + l * G + 4 * v), shift);
-      a = _mm256_add_pd(a, d);
-      q = _mm256_fmadd_pd(d, d, q);
-    }
-    s1[l] = a;
-    s2[l] = q;
-  }
-  const __m256d m_shifted = _mm256_mul_pd(transpose_sum4(s1), inv_g);
-  __m256d var = _mm256_mul_pd(transpose_sum4(s2), inv_g);
-  __m256d mu = _mm256_setzero_pd();
-  if (kCenter) {
-    var = _mm256_max_pd(_mm256_fnmadd_pd(m_shifted, m_shifted, var), _mm256_setzero_pd());
-    mu = _mm256_add_pd(m_shifted, _mm256_setr_pd(x[0], x[G], x[2 * G], x[3 * G]));
-  }
-  const __m256d r =
-      _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(_mm256_add_pd(var, _mm256_set1_pd(eps))));
-  _mm256_storeu_pd(mean, mu);
-  _mm256_storeu_pd(rstd, r);
-#pragma GCC unroll 4
-  for (int l = 0; l < 4; ++l) {
-    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
-    for (int64_t v = 0; v < V; ++v) {
-      const int64_t c = l * G + 4 * v;
-      const __m256d xn = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + c), mu_l), r_l);
-      _mm256_storeu_pd(y + c, _mm256_fmadd_pd(xn, _mm256_loadu_pd(w + c), _mm256_loadu_pd(b + c)));
+      const int64_t c = l * G + kL * v;
+      const Vec xn = L::mul(L::sub(L::load(x + c), mu_l), r_l);
+      L::store(y + c, L::fmadd(xn, L::load(w + c), L::load(b + c)));
     }
   }
 }
@@ -287,29 +284,16 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
                  T* rstd, T eps) {
   int64_t k = 0;
 #if PLN_HAVE_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (G % 8 == 0) {
-      const int64_t V = G / 8;
-      for (; k + 8 <= NG; k += 8) {
-        const int64_t o = k * G;
-        switch (V) {
-          case 1: forward_groups8_avx2<kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-          case 2: forward_groups8_avx2<kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-          case 4: forward_groups8_avx2<kCenter, 4>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-          default: forward_groups8_avx2<kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
-        }
-      }
-    }
-  } else if constexpr (std::is_same_v<T, double>) {
-    if (G % 4 == 0) {
-      const int64_t V = G / 4;
-      for (; k + 4 <= NG; k += 4) {
-        const int64_t o = k * G;
-        switch (V) {
-          case 1: forward_groups4_avx2<kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-          case 2: forward_groups4_avx2<kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-          default: forward_groups4_avx2<kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
-        }
+  constexpr int kL = Lanes<T>::kLanes;
+  if (G % kL == 0) {
+    const int64_t V = G / kL;
+    for (; k + kL <= NG; k += kL) {
+      const int64_t o = k * G;
+      switch (V) {
+        case 1: forward_groups_avx2<T, kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+        case 2: forward_groups_avx2<T, kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+        case 4: forward_groups_avx2<T, kCenter, 4>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
+        default: forward_groups_avx2<T, kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
       }
     }
   }
@@ -445,95 +429,50 @@ void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T*
                      const T* rstd, const T* w, T* dx, T* dw, T* db);
 
 #if PLN_HAVE_AVX2
-// Eight consecutive groups of G = 8 * V contiguous features (kV = 0: V at run
-// time); dw/db are this task's float partial sums for the same features.
-template <bool kCenter, int kV>
-inline void backward_groups8_avx2(const float* dy, const float* x, const float* mean,
-                                  const float* rstd, const float* w, float* dx, float* dw,
-                                  float* db, int64_t V_rt) {
+// kLanes consecutive groups of G = kLanes * V contiguous features (kV = 0: V at
+// run time); dw/db are this task's partial sums for the same features.
+template <typename T, bool kCenter, int kV>
+inline void backward_groups_avx2(const T* dy, const T* x, const T* mean, const T* rstd,
+                                 const T* w, T* dx, T* dw, T* db, int64_t V_rt) {
+  using L = Lanes<T>;
+  using Vec = typename L::V;
+  constexpr int kL = L::kLanes;
   const int64_t V = kV ? kV : V_rt;
-  const int64_t G = 8 * V;
-  __m256 sum_gy[8], sum_gyy[8];
+  const int64_t G = kL * V;
+  Vec sum_gy[kL], sum_gyy[kL];
 #pragma GCC unroll 8
-  for (int l = 0; l < 8; ++l) {
-    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
-    __m256 a = _mm256_setzero_ps(), c = _mm256_setzero_ps();
+  for (int l = 0; l < kL; ++l) {
+    const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
+    Vec a = L::zero(), c = L::zero();
     for (int64_t v = 0; v < V; ++v) {
-      const int64_t o = l * G + 8 * v;
-      const __m256 dyv = _mm256_loadu_ps(dy + o);
-      const __m256 yv = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + o), mu_l), r_l);
-      const __m256 gy = _mm256_mul_ps(dyv, _mm256_loadu_ps(w + o));
-      a = _mm256_add_ps(a, gy);
-      c = _mm256_fmadd_ps(gy, yv, c);
+      const int64_t o = l * G + kL * v;
+      const Vec dyv = L::load(dy + o);
+      const Vec yv = L::mul(L::sub(L::load(x + o), mu_l), r_l);
+      const Vec gy = L::mul(dyv, L::load(w + o));
+      a = L::add(a, gy);
+      c = L::fmadd(gy, yv, c);
       if (dw) {
-        _mm256_storeu_ps(dw + o, _mm256_fmadd_ps(dyv, yv, _mm256_loadu_ps(dw + o)));
-        _mm256_storeu_ps(db + o, _mm256_add_ps(dyv, _mm256_loadu_ps(db + o)));
+        L::store(dw + o, L::fmadd(dyv, yv, L::load(dw + o)));
+        L::store(db + o, L::add(dyv, L::load(db + o)));
       }
     }
     sum_gy[l] = a;
     sum_gyy[l] = c;
   }
   if (!dx) return;
-  const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
-  alignas(32) float mean_gy[8], mean_gyy[8];
-  _mm256_store_ps(mean_gy, kCenter ? _mm256_mul_ps(transpose_sum8(sum_gy), inv_g) : _mm256_setzero_ps());
-  _mm256_store_ps(mean_gyy, _mm256_mul_ps(transpose_sum8(sum_gyy), inv_g));
+  const Vec inv_g = L::set1(T(1) / T(G));
+  alignas(32) T mean_gy[kL], mean_gyy[kL];
+  L::store(mean_gy, kCenter ? L::mul(L::transpose_sum(sum_gy), inv_g) : L::zero());
+  L::store(mean_gyy, L::mul(L::transpose_sum(sum_gyy), inv_g));
 #pragma GCC unroll 8
-  for (int l = 0; l < 8; ++l) {
-    const __m256 mu_l = _mm256_broadcast_ss(mean + l), r_l = _mm256_broadcast_ss(rstd + l);
-    const __m256 a_l = _mm256_broadcast_ss(mean_gy + l), c_l = _mm256_broadcast_ss(mean_gyy + l);
+  for (int l = 0; l < kL; ++l) {
+    const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
+    const Vec a_l = L::bcast(mean_gy + l), c_l = L::bcast(mean_gyy + l);
     for (int64_t v = 0; v < V; ++v) {
-      const int64_t o = l * G + 8 * v;
-      const __m256 yv = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + o), mu_l), r_l);
-      const __m256 gy = _mm256_mul_ps(_mm256_loadu_ps(dy + o), _mm256_loadu_ps(w + o));
-      const __m256 inner = _mm256_fnmadd_ps(yv, c_l, _mm256_sub_ps(gy, a_l));
-      _mm256_storeu_ps(dx + o, _mm256_mul_ps(r_l, inner));
-    }
-  }
-}
-
-// The double twin of backward_groups8_avx2: four groups of G = 4 * V doubles.
-template <bool kCenter, int kV>
-inline void backward_groups4_avx2(const double* dy, const double* x, const double* mean,
-                                  const double* rstd, const double* w, double* dx, double* dw,
-                                  double* db, int64_t V_rt) {
-  const int64_t V = kV ? kV : V_rt;
-  const int64_t G = 4 * V;
-  __m256d sum_gy[4], sum_gyy[4];
-#pragma GCC unroll 4
-  for (int l = 0; l < 4; ++l) {
-    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
-    __m256d a = _mm256_setzero_pd(), c = _mm256_setzero_pd();
-    for (int64_t v = 0; v < V; ++v) {
-      const int64_t o = l * G + 4 * v;
-      const __m256d dyv = _mm256_loadu_pd(dy + o);
-      const __m256d yv = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + o), mu_l), r_l);
-      const __m256d gy = _mm256_mul_pd(dyv, _mm256_loadu_pd(w + o));
-      a = _mm256_add_pd(a, gy);
-      c = _mm256_fmadd_pd(gy, yv, c);
-      if (dw) {
-        _mm256_storeu_pd(dw + o, _mm256_fmadd_pd(dyv, yv, _mm256_loadu_pd(dw + o)));
-        _mm256_storeu_pd(db + o, _mm256_add_pd(dyv, _mm256_loadu_pd(db + o)));
-      }
-    }
-    sum_gy[l] = a;
-    sum_gyy[l] = c;
-  }
-  if (!dx) return;
-  const __m256d inv_g = _mm256_set1_pd(1.0 / double(G));
-  alignas(32) double mean_gy[4], mean_gyy[4];
-  _mm256_store_pd(mean_gy, kCenter ? _mm256_mul_pd(transpose_sum4(sum_gy), inv_g) : _mm256_setzero_pd());
-  _mm256_store_pd(mean_gyy, _mm256_mul_pd(transpose_sum4(sum_gyy), inv_g));
-#pragma GCC unroll 4
-  for (int l = 0; l < 4; ++l) {
-    const __m256d mu_l = _mm256_broadcast_sd(mean + l), r_l = _mm256_broadcast_sd(rstd + l);
-    const __m256d a_l = _mm256_broadcast_sd(mean_gy + l), c_l = _mm256_broadcast_sd(mean_gyy + l);
-    for (int64_t v = 0; v < V; ++v) {
-      const int64_t o = l * G + 4 * v;
-      const __m256d yv = _mm256_mul_pd(_mm256_sub_pd(_mm256_loadu_pd(x + o), mu_l), r_l);
-      const __m256d gy = _mm256_mul_pd(_mm256_loadu_pd(dy + o), _mm256_loadu_pd(w + o));
-      const __m256d inner = _mm256_fnmadd_pd(yv, c_l, _mm256_sub_pd(gy, a_l));
-      _mm256_storeu_pd(dx + o, _mm256_mul_pd(r_l, inner));
+      const int64_t o = l * G + kL * v;
+      const Vec yv = L::mul(L::sub(L::load(x + o), mu_l), r_l);
+      const Vec gy = L::mul(L::load(dy + o), L::load(w + o));
+      L::store(dx + o, L::mul(r_l, L::fnmadd(yv, c_l, L::sub(gy, a_l))));
     }
   }
 }
@@ -544,34 +483,18 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
                   const T* w, T* dx, T* dw, T* db) {
   int64_t k = 0;
 #if PLN_HAVE_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (G % 8 == 0) {
-      const int64_t V = G / 8;
-      for (; k + 8 <= NG; k += 8) {
-        const int64_t o = k * G;
-        float* dxo = dx ? dx + o : nullptr;
-        float* dwo = dw ? dw + o : nullptr;
-        float* dbo = db ? db + o : nullptr;
-        switch (V) {
-          case 1: backward_groups8_avx2<kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-          case 2: backward_groups8_avx2<kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-          default: backward_groups8_avx2<kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
-        }
-      }
-    }
-  } else if constexpr (std::is_same_v<T, double>) {
-    if (G % 4 == 0) {
-      const int64_t V = G / 4;
-      for (; k + 4 <= NG; k += 4) {
-        const int64_t o = k * G;
-        double* dxo = dx ? dx + o : nullptr;
-        double* dwo = dw ? dw + o : nullptr;
-        double* dbo = db ? db + o : nullptr;
-        switch (V) {
-          case 1: backward_groups4_avx2<kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-          case 2: backward_groups4_avx2<kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-          default: backward_groups4_avx2<kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
-        }
+  constexpr int kL = Lanes<T>::kLanes;
+  if (G % kL == 0) {
+    const int64_t V = G / kL;
+    for (; k + kL <= NG; k += kL) {
+      const int64_t o = k * G;
+      T* dxo = dx ? dx + o : nullptr;
+      T* dwo = dw ? dw + o : nullptr;
+      T* dbo = db ? db + o : nullptr;
+      switch (V) {
+        case 1: backward_groups_avx2<T, kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+        case 2: backward_groups_avx2<T, kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
+        default: backward_groups_avx2<T, kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
       }
     }
   }
