@@ -6,5 +6,14 @@
 namespace pln::cli {
 
 void add_demo_command(CLI::App& app);
+/// One subcommand per experiment family: `pln <experiment> --preset ... --out DIR`.
+void add_experiment_commands(CLI::App& app);
+void add_grid_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
+
+/// Draws every figure under `dir` (a run, a grid, or a folder of them);
+/// returns the number of grids and runs drawn.
+int plot_directory(const std::string& dir);
 
 }  // namespace pln::cli

@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Parallel Layer Normalization: the operator's demo and experiments"};
   app.require_subcommand(1);
   pln::cli::add_demo_command(app);
+  pln::cli::add_experiment_commands(app);
+  pln::cli::add_grid_command(app);
+  pln::cli::add_plot_command(app);
+  pln::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

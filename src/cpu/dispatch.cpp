@@ -1,3 +1,4 @@
+#include "cpu/jet_kernels.h"
 #include "cpu/kernels.h"
 
 namespace pln::cpu {
@@ -35,6 +36,29 @@ void backward(const Geometry& g, const T* dy, const T* x, const T* mean, const T
     base::backward(g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias);
   }
 }
+
+template <typename T>
+void jet_forward(const JetGeometry& g, const T* x, T* y, double eps, bool centering) {
+  if (has_avx2()) {
+    avx2::jet_forward(g, x, y, eps, centering);
+  } else {
+    base::jet_forward(g, x, y, eps, centering);
+  }
+}
+
+template <typename T>
+void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double eps, bool centering) {
+  if (has_avx2()) {
+    avx2::jet_backward(g, dy, x, dx, eps, centering);
+  } else {
+    base::jet_backward(g, dy, x, dx, eps, centering);
+  }
+}
+
+template void jet_forward<float>(const JetGeometry&, const float*, float*, double, bool);
+template void jet_forward<double>(const JetGeometry&, const double*, double*, double, bool);
+template void jet_backward<float>(const JetGeometry&, const float*, const float*, float*, double, bool);
+template void jet_backward<double>(const JetGeometry&, const double*, const double*, double*, double, bool);
 
 template void forward<float>(const Geometry&, const float*, const float*, const float*, float*,
                              float*, float*, double, bool);

@@ -1,0 +1,78 @@
+// `pln plot DIR`: figures of a run, of a grid, or of every grid and run under DIR.
+
+#include "commands.h"
+
+#include <common/csv.h>
+#include <common/experiment.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+namespace pln::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string experiment_of(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot open " + file.string());
+  try {
+    return nlohmann::json::parse(in).at("experiment").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+}
+
+bool plot_one(const fs::path& dir) {
+  if (fs::exists(dir / "grid.json")) {
+    const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
+    if (!e.plot_grid) return false;
+    e.plot_grid(dir, exp::read_csv(dir / "records.csv"));
+    fmt::print("plotted grid {}\n", dir.string());
+    return true;
+  }
+  if (fs::exists(dir / "summary.json")) {
+    const auto& e = exp::find_experiment(experiment_of(dir / "config.json"));
+    if (!e.plot_run) return false;
+    e.plot_run(dir);
+    fmt::print("plotted run {}\n", dir.string());
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int plot_directory(const std::string& path) {
+  const fs::path dir(path);
+  if (!fs::is_directory(dir)) throw std::runtime_error(path + ": no such directory");
+  if (fs::exists(dir / "grid.json") || fs::exists(dir / "summary.json")) {
+    if (!plot_one(dir)) throw std::runtime_error(path + ": this experiment draws no figures");
+    return 1;
+  }
+  // A folder of grids and runs (e.g. the output of `pln validate`); cells of a grid are drawn by the grid.
+  int drawn = 0;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    if (!it->is_directory()) continue;
+    if (fs::exists(it->path() / "grid.json") || fs::exists(it->path() / "summary.json")) {
+      drawn += plot_one(it->path()) ? 1 : 0;
+      it.disable_recursion_pending();
+    }
+  }
+  if (drawn == 0) throw std::runtime_error(path + ": no grid (grid.json) or finished run (summary.json) to plot");
+  return drawn;
+}
+
+void add_plot_command(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("plot", "draw figures (PNG and SVG, gnuplot) and tables from records");
+  cmd->add_option("dir", *dir, "a run directory, a grid directory, or a folder holding them")->required();
+  cmd->callback([dir] { plot_directory(*dir); });
+}
+
+}  // namespace pln::cli

@@ -1,0 +1,119 @@
+// `pln validate`: the unit tests, every experiment's smoke grid end to end, a
+// schema check of the results (and of any results folder named), and the
+// figures, without training at scale. Exits non-zero naming what failed.
+
+#include "commands.h"
+
+#include <common/experiment.h>
+#include <common/grid.h>
+#include <common/process.h>
+#include <common/run.h>
+#include <common/schema.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+
+namespace pln::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateArgs {
+  std::string out;
+  std::string tests;
+  std::vector<std::string> check;
+  int jobs = 2;
+  bool skip_tests = false;
+};
+
+void validate(const ValidateArgs& args) {
+  std::vector<std::string> failures;
+  fs::path out = args.out;
+  if (out.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "pln-validate-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
+    out = tmpl;
+  }
+  fs::create_directories(out);
+  fmt::print("pln validate: results in {}\n", out.string());
+
+  if (!args.skip_tests) {
+    const fs::path tests = args.tests.empty() ? exp::self_executable().parent_path().parent_path() / "tests" / "pln_tests"
+                                              : fs::path(args.tests);
+    if (!fs::exists(tests)) {
+      failures.push_back(fmt::format("unit tests: {} not found (build target pln_tests, or pass --tests PATH)", tests.string()));
+    } else {
+      fmt::print("unit tests: {} ... ", tests.string());
+      std::fflush(stdout);
+      const int code = exp::run_process({tests.string(), "--gtest_brief=1"}, out / "unit_tests.log");
+      fmt::print("{}\n", code == 0 ? "passed" : "FAILED");
+      if (code != 0) {
+        failures.push_back(fmt::format("unit tests failed (exit {}), see {}:\n{}", code,
+                                       (out / "unit_tests.log").string(), exp::tail_of(out / "unit_tests.log", 15)));
+      }
+    }
+  }
+
+  for (const auto& e : exp::experiments()) {
+    fmt::print("smoke: {} ...\n", e.name);
+    std::fflush(stdout);
+    try {
+      if (e.grids.count("smoke")) {
+        exp::GridRequest request;
+        request.preset = "smoke";
+        request.out = out / e.name;
+        request.jobs = args.jobs;
+        const int failed = exp::run_grid(e, request);
+        if (failed) failures.push_back(fmt::format("{}: {} smoke cell(s) failed under {}", e.name, failed, request.out.string()));
+      } else {
+        exp::RunRequest request;
+        request.preset = "smoke";
+        request.out = out / e.name;
+        exp::run_experiment(e, request);
+      }
+    } catch (const std::exception& ex) {
+      failures.push_back(fmt::format("{} smoke: {}", e.name, ex.what()));
+    }
+  }
+
+  std::vector<fs::path> roots = {out};
+  for (const auto& c : args.check) roots.emplace_back(c);
+  for (const auto& root : roots) {
+    const auto problems = exp::check_results(root);
+    fmt::print("schema: {}: {}\n", root.string(), problems.empty() ? "ok" : fmt::format("{} problem(s)", problems.size()));
+    for (const auto& p : problems) failures.push_back("schema: " + p);
+  }
+
+  try {
+    const int drawn = plot_directory(out.string());
+    fmt::print("plot: {} figure set(s) drawn\n", drawn);
+  } catch (const std::exception& ex) {
+    failures.push_back(std::string("plot: ") + ex.what());
+  }
+
+  if (!failures.empty()) {
+    std::string text = fmt::format("validate: {} failure(s):", failures.size());
+    for (const auto& f : failures) text += "\n  - " + f;
+    throw std::runtime_error(text);
+  }
+  fmt::print("validate: all checks passed\n");
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand("validate", "unit tests, every smoke preset, schema checks and figures, in minutes");
+  cmd->add_option("--out", args->out, "where the smoke results go (default: a new temporary directory)");
+  cmd->add_option("--tests", args->tests, "the unit tests' binary (default: ../tests/pln_tests beside this program)");
+  cmd->add_option("--check", args->check, "also schema-check the results under these directories");
+  cmd->add_option("--jobs", args->jobs, "worker processes for the smoke grids")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--skip-unit-tests", args->skip_tests, "do not run the unit tests' binary");
+  cmd->callback([args] { validate(*args); });
+}
+
+}  // namespace pln::cli

@@ -1,0 +1,231 @@
+#include "common/grid.h"
+
+#include "common/atomic_file.h"
+#include "common/process.h"
+#include "common/run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+namespace pln::exp {
+
+namespace {
+
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+') out += c;
+  }
+  return out.empty() ? "_" : out;
+}
+
+Config read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  try {
+    return Config::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string cell_text(const nlohmann::ordered_json& value) {
+  if (value.is_null()) return "";  // NaN metrics are stored as null
+  return value_text(value);
+}
+
+void add_column(CsvTable& table, std::set<std::string>& seen, const std::string& name) {
+  if (seen.insert(name).second) table.header.push_back(name);
+}
+
+}  // namespace
+
+std::vector<GridCell> expand_grid(const GridSpec& spec) {
+  size_t total = 1;
+  for (const auto& axis : spec.axes) {
+    if (axis.values.empty()) throw std::logic_error("grid axis '" + axis.name + "' has no values");
+    total *= axis.values.size();
+  }
+  std::vector<GridCell> cells;
+  cells.reserve(total);
+  const int digits = static_cast<int>(std::to_string(total).size());
+  for (size_t index = 0; index < total; ++index) {
+    GridCell cell;
+    for (const auto& item : spec.fixed.items()) cell.sets.push_back(item.key() + "=" + value_text(item.value()));
+    std::string id = fmt::format("{:0{}}", index, digits);
+    size_t rest = index;
+    std::vector<const GridValue*> chosen(spec.axes.size());
+    for (size_t a = spec.axes.size(); a-- > 0;) {
+      chosen[a] = &spec.axes[a].values[rest % spec.axes[a].values.size()];
+      rest /= spec.axes[a].values.size();
+    }
+    for (size_t a = 0; a < spec.axes.size(); ++a) {
+      cell.labels[spec.axes[a].name] = chosen[a]->label;
+      id += "_" + slug(spec.axes[a].name) + "=" + slug(chosen[a]->label);
+      for (const auto& item : chosen[a]->overrides.items()) {
+        cell.sets.push_back(item.key() + "=" + value_text(item.value()));
+      }
+    }
+    cell.id = id;
+    cells.push_back(std::move(cell));
+  }
+  return cells;
+}
+
+std::vector<std::string> cell_command(const Experiment& experiment, const GridSpec& spec,
+                                      const GridCell& cell, const std::filesystem::path& out,
+                                      int threads) {
+  std::vector<std::string> argv = {self_executable().string(), experiment.name, "--preset", spec.preset};
+  for (const auto& s : cell.sets) {
+    argv.push_back("--set");
+    argv.push_back(s);
+  }
+  argv.insert(argv.end(), {"--threads", std::to_string(threads), "--out", (out / cell.id).string()});
+  return argv;
+}
+
+CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,
+                         const std::filesystem::path& out) {
+  CsvTable table;
+  std::set<std::string> seen;
+  add_column(table, seen, "cell");
+  for (const auto& axis : spec.axes) add_column(table, seen, axis.name);
+  struct Done {
+    const GridCell* cell;
+    Config config, summary;
+  };
+  std::vector<Done> done;
+  for (const auto& cell : cells) {
+    const auto dir = out / cell.id;
+    if (!std::filesystem::exists(dir / "summary.json")) continue;
+    Done d{&cell, read_json(dir / "config.json").at("config"), read_json(dir / "summary.json")};
+    d.summary.erase("experiment");
+    for (const auto& item : d.config.items()) add_column(table, seen, item.key());
+    for (const auto& item : d.summary.items()) add_column(table, seen, item.key());
+    done.push_back(std::move(d));
+  }
+  for (const auto& d : done) {
+    std::vector<std::string> row(table.header.size());
+    row[0] = d.cell->id;
+    for (size_t i = 1; i < table.header.size(); ++i) {
+      const auto& name = table.header[i];
+      if (auto it = d.cell->labels.find(name); it != d.cell->labels.end() && i <= spec.axes.size()) {
+        row[i] = it->second;
+      } else if (d.summary.contains(name)) {
+        row[i] = cell_text(d.summary[name]);
+      } else if (d.config.contains(name)) {
+        row[i] = cell_text(d.config[name]);
+      }
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+int run_grid(const Experiment& experiment, const GridRequest& request) {
+  const GridSpec& spec = find_grid(experiment, request.preset);
+  if (request.out.empty()) throw std::invalid_argument("--out DIR is required");
+  if (request.jobs < 1) throw std::invalid_argument(fmt::format("--jobs must be >= 1, got {}", request.jobs));
+  if (!request.emit.empty() && request.emit != "commands" && request.emit != "slurm") {
+    throw std::invalid_argument("--emit must be commands or slurm, got '" + request.emit + "'");
+  }
+  const int cores = resolve_threads(0);
+  const int threads = request.threads > 0 ? request.threads : std::max(1, cores / request.jobs);
+  const auto cells = expand_grid(spec);
+  // Every cell's configuration must resolve before anything runs.
+  for (const auto& cell : cells) resolve_config(experiment, spec.preset, cell.sets);
+
+  std::filesystem::create_directories(request.out);
+  Config manifest = {{"experiment", experiment.name}, {"grid", request.preset},
+                     {"description", spec.description}, {"run_preset", spec.preset},
+                     {"n_cells", cells.size()}, {"axes", Config::array()}, {"cells", Config::array()}};
+  for (const auto& axis : spec.axes) manifest["axes"].push_back(axis.name);
+  for (const auto& cell : cells) manifest["cells"].push_back({{"id", cell.id}, {"set", cell.sets}});
+  write_file_atomic(request.out / "grid.json", manifest.dump(2) + "\n");
+
+  std::vector<const GridCell*> pending;
+  for (const auto& cell : cells) {
+    if (!std::filesystem::exists(request.out / cell.id / "summary.json")) pending.push_back(&cell);
+  }
+  const auto write_records = [&] {
+    const auto table = collect_records(spec, cells, request.out);
+    write_file_atomic(request.out / "records.csv", to_csv(table));
+    return table.rows.size();
+  };
+
+  if (request.emit == "commands") {
+    for (const auto* cell : pending) {
+      fmt::print("{}\n", shell_command(cell_command(experiment, spec, *cell, request.out, threads)));
+    }
+    return 0;
+  }
+  if (request.emit == "slurm") {
+    std::string commands;
+    for (const auto* cell : pending) {
+      commands += shell_command(cell_command(experiment, spec, *cell, request.out, threads)) + "\n";
+    }
+    const auto list = std::filesystem::absolute(request.out / "commands.txt");
+    write_file_atomic(list, commands);
+    const std::string script = fmt::format(
+        "#!/bin/bash\n"
+        "# {} grid '{}': {} pending cell(s). Submit with `sbatch {}`; afterwards rerun\n"
+        "# `pln grid {} --preset {} --out {}` to collect records.csv.\n"
+        "#SBATCH --job-name=pln-{}-{}\n#SBATCH --array=1-{}\n#SBATCH --cpus-per-task={}\n"
+        "#SBATCH --output={}/slurm-%A_%a.log\n"
+        "set -euo pipefail\n"
+        "eval \"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\"\n",
+        experiment.name, request.preset, pending.size(),
+        (std::filesystem::absolute(request.out) / "grid.slurm").string(), experiment.name,
+        request.preset, std::filesystem::absolute(request.out).string(), experiment.name,
+        request.preset, std::max<size_t>(pending.size(), 1), threads,
+        std::filesystem::absolute(request.out).string(), shell_command({list.string()}));
+    write_file_atomic(request.out / "grid.slurm", script);
+    fmt::print("wrote {} and {} ({} pending cells)\n", (request.out / "grid.slurm").string(),
+               list.string(), pending.size());
+    return 0;
+  }
+
+  fmt::print("pln grid {} --preset {}: {} cells, {} done, {} to run; {} job(s) x {} thread(s); out {}\n",
+             experiment.name, request.preset, cells.size(), cells.size() - pending.size(),
+             pending.size(), request.jobs, threads, request.out.string());
+  std::fflush(stdout);
+  write_records();
+  std::map<pid_t, const GridCell*> running;
+  size_t next = 0, finished = 0;
+  int failed = 0;
+  while (next < pending.size() || !running.empty()) {
+    while (next < pending.size() && static_cast<int>(running.size()) < request.jobs) {
+      const auto* cell = pending[next++];
+      const auto argv = cell_command(experiment, spec, *cell, request.out, threads);
+      running[spawn(argv, request.out / cell->id / "run.log")] = cell;
+    }
+    const auto [pid, code] = wait_child(-1);
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const auto* cell = it->second;
+    running.erase(it);
+    ++finished;
+    const bool ok = code == 0 && std::filesystem::exists(request.out / cell->id / "summary.json");
+    if (ok) {
+      write_records();
+      fmt::print("[{}/{}] {} done\n", finished, pending.size(), cell->id);
+    } else {
+      ++failed;
+      fmt::print("[{}/{}] {} FAILED (exit {}); last lines of its run.log:\n{}", finished,
+                 pending.size(), cell->id, code, tail_of(request.out / cell->id / "run.log", 8));
+    }
+    std::fflush(stdout);
+  }
+  const size_t records = write_records();
+  fmt::print("records: {} ({} of {} cells)\n", (request.out / "records.csv").string(), records,
+             cells.size());
+  return failed;
+}
+
+}  // namespace pln::exp

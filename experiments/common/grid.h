@@ -1,0 +1,48 @@
+#pragma once
+// Grids: the cells of a GridSpec, each run as `pln <experiment> --preset P
+// --set ... --out DIR/<cell>` in a worker process. A cell whose directory
+// holds summary.json is done and skipped, so an interrupted grid resumes;
+// records.csv is rebuilt from the summaries on disk after every cell, so it
+// never loses or repeats a record.
+
+#include "common/csv.h"
+#include "common/experiment.h"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pln::exp {
+
+struct GridCell {
+  std::string id;                                ///< directory name, stable across runs
+  std::map<std::string, std::string> labels;     ///< axis name -> value label
+  std::vector<std::string> sets;                 ///< key=value overrides, in order
+};
+
+/// Cells in a fixed order: the last axis varies fastest.
+std::vector<GridCell> expand_grid(const GridSpec& spec);
+
+struct GridRequest {
+  std::string preset;              ///< grid preset name
+  std::filesystem::path out;
+  int jobs = 1;                    ///< worker processes
+  int threads = 0;                 ///< per worker; 0: cores / jobs
+  std::string emit;                ///< "", "commands" or "slurm"
+};
+
+/// Runs (or emits) the pending cells; returns the number of cells that failed.
+int run_grid(const Experiment& experiment, const GridRequest& request);
+
+/// The command line that runs one cell.
+std::vector<std::string> cell_command(const Experiment& experiment, const GridSpec& spec,
+                                      const GridCell& cell, const std::filesystem::path& out,
+                                      int threads);
+
+/// records.csv's table from the finished cells under `out` (columns: cell,
+/// the axes, every config key, every metric; first-seen order).
+CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,
+                         const std::filesystem::path& out);
+
+}  // namespace pln::exp

@@ -1,0 +1,33 @@
+#pragma once
+// Child processes for grid workers and gnuplot: started with fork/exec, their
+// output sent to a log file.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pln::exp {
+
+/// Starts argv[0] (searched on PATH) with stdout and stderr appended to `log`
+/// (truncated first); throws std::runtime_error when the program cannot start.
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log);
+
+/// Waits for `pid` (or any child when pid = -1); returns {pid, exit code},
+/// with 128 + signal for a child killed by a signal.
+std::pair<pid_t, int> wait_child(pid_t pid = -1);
+
+/// spawn + wait_child.
+int run_process(const std::vector<std::string>& argv, const std::filesystem::path& log);
+
+/// This program's own executable, for re-running it as a worker.
+std::filesystem::path self_executable();
+
+/// `argv` as one shell command line, each word quoted where needed.
+std::string shell_command(const std::vector<std::string>& argv);
+
+/// The last `max_lines` lines of a text file ("" when unreadable).
+std::string tail_of(const std::filesystem::path& path, int max_lines);
+
+}  // namespace pln::exp

@@ -1,0 +1,75 @@
+#include "common/run.h"
+
+#include "common/atomic_file.h"
+#include "common/threads.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+namespace pln::exp {
+
+Config resolve_config(const Experiment& experiment, const std::string& preset,
+                      const std::vector<std::string>& sets) {
+  if (std::find(experiment.presets.begin(), experiment.presets.end(), preset) ==
+      experiment.presets.end()) {
+    throw std::invalid_argument(fmt::format("{}: unknown preset '{}'; known: {}", experiment.name,
+                                            preset, fmt::join(experiment.presets, ", ")));
+  }
+  Config config = experiment.preset(preset);
+  apply_overrides(config, sets, experiment.name);
+  return config;
+}
+
+int resolve_threads(int requested) {
+  if (requested < 0) throw std::invalid_argument(fmt::format("--threads must be >= 0, got {}", requested));
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Config run_experiment(const Experiment& experiment, const RunRequest& request) {
+  if (request.out.empty()) throw std::invalid_argument("--out DIR is required");
+  const Config config = resolve_config(experiment, request.preset, request.sets);
+  const int threads = resolve_threads(request.threads);
+  set_threads(threads);
+  keep_freed_memory();
+
+  std::filesystem::create_directories(request.out);
+  // A rerun into a finished directory must not look finished while it runs.
+  std::filesystem::remove(request.out / "summary.json");
+  Config record = {{"experiment", experiment.name},
+                   {"preset", request.preset},
+                   {"set", request.sets},
+                   {"threads", threads},
+                   {"torch", TORCH_VERSION},
+                   {"config", config}};
+  write_file_atomic(request.out / "config.json", record.dump(2) + "\n");
+
+  fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
+             request.out.string());
+  for (const auto& item : config.items()) {
+    fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));
+  }
+  std::fflush(stdout);
+
+  Config summary = experiment.run(config, RunContext{request.out, threads});
+  for (const auto& key : experiment.metrics) {
+    if (!summary.contains(key)) {
+      throw std::logic_error(fmt::format("{}: the run did not report metric '{}'", experiment.name, key));
+    }
+  }
+  Config document = {{"experiment", experiment.name}};
+  for (const auto& item : summary.items()) document[item.key()] = item.value();
+  write_file_atomic(request.out / "summary.json", document.dump(2) + "\n");
+  fmt::print("summary:");
+  for (const auto& item : summary.items()) fmt::print(" {}={}", item.key(), value_text(item.value()));
+  fmt::print("\nwrote {}\n", (request.out / "summary.json").string());
+  return summary;
+}
+
+}  // namespace pln::exp

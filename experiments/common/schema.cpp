@@ -1,0 +1,140 @@
+#include "common/schema.h"
+
+#include "common/csv.h"
+#include "common/experiment.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+namespace pln::exp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool allowed_nan(const Experiment& e, const std::string& key) {
+  return std::find(e.nan_allowed.begin(), e.nan_allowed.end(), key) != e.nan_allowed.end();
+}
+
+bool finite_number(const std::string& text) {
+  if (text.empty()) return false;
+  size_t used = 0;
+  try {
+    const double v = std::stod(text, &used);
+    return used == text.size() && std::isfinite(v);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void check_grid(const fs::path& dir, std::vector<std::string>& problems) {
+  const auto manifest_path = dir / "grid.json";
+  Config manifest;
+  try {
+    std::ifstream in(manifest_path);
+    manifest = Config::parse(in);
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("{}: unreadable: {}", manifest_path.string(), e.what()));
+    return;
+  }
+  const Experiment* experiment = nullptr;
+  try {
+    experiment = &find_experiment(manifest.at("experiment").get<std::string>());
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("{}: {}", manifest_path.string(), e.what()));
+    return;
+  }
+  const auto records_path = dir / "records.csv";
+  CsvTable records;
+  try {
+    records = read_csv(records_path);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+    return;
+  }
+  std::vector<std::string> required = {"cell"};
+  for (const auto& axis : manifest.at("axes")) required.push_back(axis.get<std::string>());
+  required.insert(required.end(), experiment->metrics.begin(), experiment->metrics.end());
+  for (const auto& column : required) {
+    if (!records.find(column)) problems.push_back(fmt::format("{}: no column '{}'", records_path.string(), column));
+  }
+  const size_t expected = manifest.at("n_cells").get<size_t>();
+  if (records.rows.size() != expected) {
+    problems.push_back(fmt::format("{}: {} rows, the grid has {} cells", records_path.string(),
+                                   records.rows.size(), expected));
+  }
+  std::set<std::string> ids, seen;
+  for (const auto& cell : manifest.at("cells")) ids.insert(cell.at("id").get<std::string>());
+  for (size_t r = 0; r < records.rows.size(); ++r) {
+    const auto id = records.get(r, "cell");
+    if (!ids.count(id)) problems.push_back(fmt::format("{}: row {} names no cell of the grid ('{}')", records_path.string(), r + 1, id));
+    if (!seen.insert(id).second) problems.push_back(fmt::format("{}: cell '{}' appears twice", records_path.string(), id));
+    for (const auto& metric : experiment->metrics) {
+      if (records.find(metric) && !allowed_nan(*experiment, metric) && !finite_number(records.get(r, metric))) {
+        problems.push_back(fmt::format("{}: cell '{}': {} is '{}', not a finite number",
+                                       records_path.string(), id, metric, records.get(r, metric)));
+      }
+    }
+  }
+}
+
+void check_summary(const fs::path& path, std::vector<std::string>& problems) {
+  Config summary;
+  try {
+    std::ifstream in(path);
+    summary = Config::parse(in);
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("{}: unreadable: {}", path.string(), e.what()));
+    return;
+  }
+  if (!summary.contains("experiment") || !summary["experiment"].is_string()) {
+    problems.push_back(path.string() + ": no \"experiment\" field");
+    return;
+  }
+  const Experiment* experiment = nullptr;
+  try {
+    experiment = &find_experiment(summary["experiment"].get<std::string>());
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("{}: {}", path.string(), e.what()));
+    return;
+  }
+  for (const auto& metric : experiment->metrics) {
+    if (!summary.contains(metric)) {
+      problems.push_back(fmt::format("{}: no metric '{}'", path.string(), metric));
+    } else if (!allowed_nan(*experiment, metric) &&
+               !(summary[metric].is_number() && std::isfinite(summary[metric].get<double>()))) {
+      problems.push_back(fmt::format("{}: {} is {}, not a finite number", path.string(), metric,
+                                     summary[metric].dump()));
+    }
+  }
+  if (!fs::exists(path.parent_path() / "config.json")) {
+    problems.push_back(path.string() + ": no config.json beside it");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> check_results(const fs::path& root) {
+  std::vector<std::string> problems;
+  if (!fs::is_directory(root)) return {root.string() + ": not a directory"};
+  int found = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file()) continue;
+    const auto name = entry.path().filename();
+    if (name == "grid.json") {
+      ++found;
+      check_grid(entry.path().parent_path(), problems);
+    } else if (name == "summary.json") {
+      ++found;
+      check_summary(entry.path(), problems);
+    }
+  }
+  if (found == 0) problems.push_back(root.string() + ": no grid.json or summary.json to check");
+  return problems;
+}
+
+}  // namespace pln::exp

@@ -1,0 +1,129 @@
+#include "pinn/network.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace pln::exp::pinn {
+
+void NetSpec::validate() const {
+  if (in_dim < 1) throw std::invalid_argument(fmt::format("pinn: in_dim must be >= 1, got {}", in_dim));
+  if (width < 1) throw std::invalid_argument(fmt::format("pinn: width must be >= 1, got {}", width));
+  if (depth < 1) throw std::invalid_argument(fmt::format("pinn: depth must be >= 1, got {}", depth));
+  if (norm != "pln" && norm != "pls" && norm != "ln" && norm != "none") {
+    throw std::invalid_argument("pinn: norm must be one of pln|pls|ln|none, got '" + norm + "'");
+  }
+  if (act != "none" && act != "tanh" && act != "relu" && act != "sigmoid" && act != "sat") {
+    throw std::invalid_argument("pinn: act must be one of none|tanh|relu|sigmoid|sat, got '" + act + "'");
+  }
+  if ((norm == "pln" || norm == "pls") && (group < 1 || width % group != 0)) {
+    throw std::invalid_argument(fmt::format(
+        "pinn: width ({}) must be a positive multiple of group ({})", width, group));
+  }
+}
+
+PinnNetImpl::PinnNetImpl(const NetSpec& spec, torch::Dtype dtype) : spec_(spec) {
+  spec_.validate();
+  const auto layer = [&](int64_t in, int64_t out) {
+    auto lin = register_module("linear" + std::to_string(linears_.size()),
+                               torch::nn::Linear(torch::nn::LinearOptions(in, out)));
+    lin->to(dtype);
+    linears_.push_back(lin);
+  };
+  layer(spec_.in_dim, spec_.width);
+  for (int64_t b = 0; b < spec_.depth; ++b) {
+    if (spec_.norm != "none") {
+      const int64_t g = spec_.norm == "ln" ? spec_.width : spec_.group;
+      auto options = pln::ParallelLNOptions(spec_.width, g)
+                         .dim(2).affine(false).eps(spec_.eps).centering(spec_.norm != "pls");
+      norms_.push_back(register_module("norm" + std::to_string(b), pln::ParallelLN(options)));
+    }
+    layer(spec_.width, b + 1 == spec_.depth ? 1 : spec_.width);
+  }
+}
+
+int64_t PinnNetImpl::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+torch::Tensor PinnNetImpl::activate(const torch::Tensor& z) const {
+  const auto& a = spec_.act;
+  if (a == "tanh") return torch::tanh(z);
+  if (a == "relu") return torch::relu(z);
+  if (a == "sigmoid") return torch::sigmoid(z);
+  if (a == "sat") return z * torch::rsqrt(1 + z * z);
+  return z;
+}
+
+torch::Tensor PinnNetImpl::forward(const torch::Tensor& x) {
+  auto h = linears_[0]->forward(x);
+  for (int64_t b = 0; b < spec_.depth; ++b) {
+    if (!norms_.empty()) h = norms_[b]->forward(h);
+    h = linears_[b + 1]->forward(activate(h));
+  }
+  return h;
+}
+
+torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet) {
+  if (act == "none") return jet;
+  const int64_t dirs = (jet.size(0) - 1) / 2;
+  const auto z = jet[0];
+  const auto first = jet.narrow(0, 1, dirs);
+  const auto second = jet.narrow(0, 1 + dirs, dirs);
+  torch::Tensor value, d1, d2;  // phi(z), phi'(z), phi''(z)
+  if (act == "tanh") {
+    value = torch::tanh(z);
+    d1 = 1 - value * value;
+    d2 = -2 * value * d1;
+  } else if (act == "sigmoid") {
+    value = torch::sigmoid(z);
+    d1 = value * (1 - value);
+    d2 = d1 * (1 - 2 * value);
+  } else if (act == "relu") {
+    d1 = (z > 0).to(z.scalar_type());
+    value = z * d1;
+    d2 = torch::zeros_like(z);
+  } else if (act == "sat") {
+    const auto q = torch::rsqrt(1 + z * z);
+    value = z * q;
+    d1 = q * q * q;
+    d2 = -3 * z * d1 * q * q;
+  } else {
+    throw std::invalid_argument("pinn: unknown activation '" + act + "'");
+  }
+  // Chain rule per direction: (phi o z)' = phi' z', (phi o z)'' = phi'' z'^2 + phi' z''.
+  return torch::cat({value.unsqueeze(0), d1 * first, d2 * first * first + d1 * second});
+}
+
+torch::Tensor PinnNetImpl::normalise_jet(const torch::Tensor& jet, size_t block) const {
+  return pln::functional::parallel_ln_jet(jet, norms_[block]->options);
+}
+
+torch::Tensor PinnNetImpl::linear_jet(const torch::Tensor& jet, size_t layer) const {
+  const auto& lin = linears_[layer];
+  const int64_t parts = jet.size(0), n = jet.size(1);
+  // One matrix product for every part; the bias then shifts the values only.
+  auto out = torch::mm(jet.reshape({parts * n, jet.size(2)}), lin->weight.t());
+  out.narrow(0, 0, n).add_(lin->bias);
+  return out.view({parts, n, lin->weight.size(0)});
+}
+
+Derivatives PinnNetImpl::forward_jet(const torch::Tensor& x) {
+  const int64_t n = x.size(0), dirs = spec_.in_dim;
+  auto& first = linears_[0];
+  // d(Wx + b)/dx_d is column d of W at every point; the second derivatives are 0.
+  auto jet = torch::cat({first->forward(x).unsqueeze(0),
+                         first->weight.t().unsqueeze(1).expand({dirs, n, spec_.width}),
+                         torch::zeros({dirs, n, spec_.width}, x.options())});
+  for (int64_t b = 0; b < spec_.depth; ++b) {
+    if (!norms_.empty()) jet = normalise_jet(jet, b);
+    jet = linear_jet(activation_jet(spec_.act, jet), b + 1);
+  }
+  jet = jet.squeeze(-1);
+  return {jet[0], jet.narrow(0, 1, dirs), jet.narrow(0, 1 + dirs, dirs)};
+}
+
+}  // namespace pln::exp::pinn

@@ -1,0 +1,297 @@
+#include "pinn/pinn.h"
+
+#include "common/atomic_file.h"
+#include "common/csv.h"
+#include "common/progress.h"
+#include "common/schedule.h"
+#include "pinn/network.h"
+#include "pinn/ntk.h"
+#include "pinn/problem.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace pln::exp {
+
+namespace pinn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Config defaults() {
+  return {
+      {"problem", "helmholtz1d"}, {"width", 128}, {"depth", 3}, {"norm", "pln"}, {"group", 4},
+      {"act", "none"}, {"optimizer", "adam"}, {"lr", 1e-3}, {"momentum", 0.9},
+      {"schedule", "constant"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
+      {"gamma", 0.5}, {"iters", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
+      {"bc_weight", 1.0}, {"n_test", 1001}, {"seed", 0}, {"dtype", "float64"},
+      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1}};
+}
+
+Config preset(const std::string& name) {
+  Config c = defaults();
+  if (name == "smoke") {
+    c.update(Config{{"width", 16}, {"depth", 2}, {"iters", 40}, {"n_interior", 64}, {"n_test", 101},
+                    {"eval_every", 20}, {"ntk_every", 20}});
+  } else if (name == "paper") {
+    c.update(Config{{"iters", 20000}, {"n_interior", 5000}, {"eval_every", 500}, {"ntk_every", 5000}});
+  }
+  return c;
+}
+
+struct Setup {
+  Problem problem;
+  NetSpec net;
+  torch::Dtype dtype;
+  int64_t n_boundary;
+};
+
+Setup setup_from(const Config& c) {
+  Setup s{make_problem(get_string(c, "problem")), {}, torch::kFloat64, get_int(c, "n_boundary")};
+  require_one_of(c, "dtype", {"float32", "float64"}, "pinn");
+  require_one_of(c, "optimizer", {"adam", "sgd"}, "pinn");
+  s.dtype = get_string(c, "dtype") == "float32" ? torch::kFloat32 : torch::kFloat64;
+  s.net.in_dim = s.problem.dim;
+  s.net.width = get_int(c, "width");
+  s.net.depth = get_int(c, "depth");
+  s.net.norm = get_string(c, "norm");
+  s.net.group = get_int(c, "group");
+  s.net.act = get_string(c, "act");
+  s.net.validate();
+  if (s.n_boundary == 0) s.n_boundary = s.problem.dim == 1 ? 2 : 256;
+  const auto positive = [&](const char* key) {
+    if (get_int(c, key) < 1) throw std::invalid_argument(fmt::format("pinn: {} must be >= 1, got {}", key, get_int(c, key)));
+  };
+  positive("iters");
+  positive("log_every");
+  for (const char* key : {"eval_every", "ntk_every"}) {
+    if (get_int(c, key) < 0) throw std::invalid_argument(fmt::format("pinn: {} must be >= 0, got {}", key, get_int(c, key)));
+  }
+  if (!(get_double(c, "bc_weight") >= 0)) {
+    throw std::invalid_argument(fmt::format("pinn: bc_weight must be >= 0, got {}", get_double(c, "bc_weight")));
+  }
+  return s;
+}
+
+struct Evaluation {
+  double rel_l2, mse;
+};
+
+Evaluation evaluate(PinnNet& net, const Problem& problem, const torch::Tensor& grid) {
+  torch::NoGradGuard no_grad;
+  const auto u = net->forward(grid).squeeze(1);
+  const auto exact = problem.exact(grid);
+  const auto err = u - exact;
+  return {(err.norm() / exact.norm()).item<double>(), err.square().mean().item<double>()};
+}
+
+class NtkLog {
+ public:
+  NtkLog(std::filesystem::path dir, bool eigenvalues) : dir_(std::move(dir)), eigenvalues_(eigenvalues) {
+    table_.header = {"phase", "step", "point_set", "n_points", "trace", "lambda_max", "lambda_min",
+                     "cond", "eff_rank_90", "numerical_rank", "mean_self_kernel", "stable_rank"};
+    eig_.header = {"phase", "step", "point_set", "index", "eigenvalue"};
+  }
+
+  NtkStats record(PinnNet& net, const std::string& phase, int64_t step,
+                  const std::vector<std::pair<std::string, torch::Tensor>>& sets) {
+    NtkStats last;
+    for (const auto& [name, points] : sets) {
+      const auto jac = output_jacobian(*net, [&](const torch::Tensor& x) { return net->forward(x); }, points);
+      last = kernel_stats(torch::matmul(jac, jac.t()));
+      table_.rows.push_back({phase, std::to_string(step), name, std::to_string(last.n_points),
+                             number_text(last.trace), number_text(last.lambda_max),
+                             number_text(last.lambda_min), number_text(last.cond),
+                             std::to_string(last.eff_rank_90), std::to_string(last.numerical_rank),
+                             number_text(last.mean_self_kernel), number_text(last.stable_rank)});
+      if (eigenvalues_) {
+        for (size_t i = 0; i < last.eigenvalues.size(); ++i) {
+          eig_.rows.push_back({phase, std::to_string(step), name, std::to_string(i),
+                               number_text(last.eigenvalues[i])});
+        }
+      }
+    }
+    write_file_atomic(dir_ / "ntk.csv", to_csv(table_));
+    if (eigenvalues_) write_file_atomic(dir_ / "ntk_eigenvalues.csv", to_csv(eig_));
+    return last;  // the last set: "all"
+  }
+
+ private:
+  std::filesystem::path dir_;
+  bool eigenvalues_;
+  CsvTable table_, eig_;
+};
+
+void write_solution(PinnNet& net, const Problem& problem, int64_t n, torch::Dtype dtype,
+                    const std::filesystem::path& path) {
+  torch::NoGradGuard no_grad;
+  auto x = torch::linspace(-1, 1, n, torch::TensorOptions(torch::kFloat64)).unsqueeze(1);
+  // In 2-D the curve is the line y = 1/8, where sin(4 pi y) = 1.
+  if (problem.dim == 2) x = torch::cat({x, torch::full_like(x, 0.125)}, 1);
+  x = x.to(dtype);
+  const auto u = net->forward(x).squeeze(1).to(torch::kFloat64);
+  const auto exact = problem.exact(x).to(torch::kFloat64);
+  CsvTable table;
+  table.header = {"x", "u", "exact"};
+  const auto xs = x.select(1, 0).to(torch::kFloat64).contiguous();
+  for (int64_t i = 0; i < n; ++i) {
+    table.rows.push_back({number_text(xs[i].item<double>()), number_text(u[i].item<double>()),
+                          number_text(exact[i].item<double>())});
+  }
+  write_file_atomic(path, to_csv(table));
+}
+
+Config run(const Config& c, const RunContext& ctx) {
+  const Setup s = setup_from(c);
+  const auto start = Clock::now();
+  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  PinnNet net(s.net, s.dtype);
+  fmt::print("network ({} parameters):\n{}\n", net->parameter_count(), c10::str(*net));
+
+  const auto x_int = s.problem.interior(get_int(c, "n_interior"), s.dtype);
+  const auto x_bd = s.problem.boundary(s.n_boundary, s.dtype);
+  const auto u_bd = s.problem.exact(x_bd);
+  const auto test = s.problem.test_grid(get_int(c, "n_test"), s.dtype);
+  const double bc_weight = get_double(c, "bc_weight");
+  const int64_t iters = get_int(c, "iters"), eval_every = get_int(c, "eval_every"),
+                ntk_every = get_int(c, "ntk_every"), log_every = get_int(c, "log_every");
+
+  const auto schedule = schedule_from_config(c, iters);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (get_string(c, "optimizer") == "adam") {
+    optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(schedule.lr));
+  } else {
+    optimizer = std::make_unique<torch::optim::SGD>(
+        net->parameters(), torch::optim::SGDOptions(schedule.lr).momentum(get_double(c, "momentum")));
+  }
+
+  StepLog train_log(ctx.out / "train.csv", {"step", "loss", "loss_pde", "loss_bc", "lr"}, 500);
+  StepLog eval_log(ctx.out / "eval.csv", {"step", "rel_l2", "mse"}, 1);
+  NtkLog ntk(ctx.out, get_bool(c, "ntk_eigenvalues"));
+  const std::vector<std::pair<std::string, torch::Tensor>> ntk_sets = {
+      {"interior", s.problem.ntk_interior(s.dtype)},
+      {"boundary", x_bd},
+      {"all", torch::cat({s.problem.ntk_interior(s.dtype), x_bd})}};
+  if (ntk_every > 0) ntk.record(net, "init", 0, ntk_sets);
+  const auto initial = evaluate(net, s.problem, test);
+  eval_log.add({0, initial.rel_l2, initial.mse});
+
+  Progress progress("pinn", iters);
+  double train_seconds = 0, loss_value = NAN;
+  int64_t done = 0, diverged_at = -1;
+  for (int64_t step = 0; step < iters; ++step) {
+    const auto t0 = Clock::now();
+    const double lr = schedule.at(step);
+    set_learning_rate(*optimizer, lr);
+    optimizer->zero_grad();
+    const auto d = net->forward_jet(x_int);
+    const auto loss_pde = s.problem.residual(d.laplacian(), d.value, x_int).square().mean();
+    const auto loss_bc = (net->forward(x_bd).squeeze(1) - u_bd).square().mean();
+    const auto loss = loss_pde + bc_weight * loss_bc;
+    const double value = loss.item<double>();
+    if (!std::isfinite(value)) {
+      diverged_at = step;  // the parameters stay those of the last finite step
+      fmt::print("pinn: loss is {} at step {}; training stops, metrics are those of step {}\n", value,
+                 step, step);
+      break;
+    }
+    loss.backward();
+    optimizer->step();
+    train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    loss_value = value;
+    done = step + 1;
+    if (done % log_every == 0 || done == iters) {
+      train_log.add({double(done), value, loss_pde.item<double>(), loss_bc.item<double>(), lr});
+    }
+    if (eval_every > 0 && done % eval_every == 0) {
+      const auto e = evaluate(net, s.problem, test);
+      eval_log.add({double(done), e.rel_l2, e.mse});
+    }
+    if (ntk_every > 0 && done % ntk_every == 0 && done != iters) ntk.record(net, "train", done, ntk_sets);
+    progress.update(done, fmt::format("loss {:.3e}", value));
+  }
+  progress.finish(fmt::format("loss {:.3e}", loss_value));
+  train_log.flush();
+  const auto final = evaluate(net, s.problem, test);
+  if (eval_every == 0 || done % eval_every != 0) eval_log.add({double(done), final.rel_l2, final.mse});
+  Config summary = {{"rel_l2", final.rel_l2}, {"mse", final.mse}, {"final_loss", loss_value},
+                    {"iters", done}, {"diverged_at", diverged_at}, {"n_params", net->parameter_count()}};
+  if (ntk_every > 0) {
+    const auto stats = ntk.record(net, "final", done, ntk_sets);
+    summary["ntk_cond"] = stats.cond;
+    summary["ntk_eff_rank_90"] = stats.eff_rank_90;
+  }
+  write_solution(net, s.problem, get_int(c, "n_test"), s.dtype, ctx.out / "solution.csv");
+  summary["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
+  summary["iters_per_s"] = train_seconds > 0 ? double(done) / train_seconds : 0.0;
+  return summary;
+}
+
+Config model(const std::string& norm, int64_t group, const std::string& act) {
+  return {{"norm", norm}, {"group", group}, {"act", act}};
+}
+
+GridAxis models() {
+  return {"model",
+          {{"LN", model("ln", 4, "none")},
+           {"PLN(4)", model("pln", 4, "none")},
+           {"SAT", model("none", 4, "sat")},
+           {"Tanh", model("none", 4, "tanh")},
+           {"ReLU", model("none", 4, "relu")}}};
+}
+
+GridAxis numbers(const std::string& key, const std::vector<double>& values) {
+  GridAxis axis{key, {}};
+  for (double v : values) axis.values.push_back({fmt::format("{}", v), Config{{key, v}}});
+  return axis;
+}
+
+GridAxis integers(const std::string& key, const std::vector<int64_t>& values) {
+  GridAxis axis{key, {}};
+  for (int64_t v : values) axis.values.push_back({std::to_string(v), Config{{key, v}}});
+  return axis;
+}
+
+std::map<std::string, GridSpec> grids() {
+  std::map<std::string, GridSpec> g;
+  g["smoke"] = {"LN-Net vs PLN(4)-Net, tiny, for tests", "smoke", Config::object(),
+                {{"model", {{"LN", model("ln", 4, "none")}, {"PLN(4)", model("pln", 4, "none")}}},
+                 integers("seed", {0})}};
+  g["cpu"] = {"the PINN table on 2 cores: 5 models x widths 128, 256, one lr and seed", "cpu",
+              Config{{"iters", 2000}, {"n_interior", 500}, {"ntk_every", 0}, {"eval_every", 500}},
+              {models(), integers("width", {128, 256}), numbers("lr", {1e-3}), integers("seed", {0})}};
+  g["table"] = {"the paper's PINN table: 5 models x widths 128, 256 x 4 learning rates x 3 seeds",
+                "paper", Config::object(),
+                {models(), integers("width", {128, 256}), numbers("lr", {1e-4, 3e-4, 1e-3, 3e-3}),
+                 integers("seed", {0, 1, 2})}};
+  g["table2d"] = {"the 2-D Helmholtz problem: 5 models x widths 128, 256 x 3 learning rates x 3 seeds",
+                  "paper", Config{{"problem", "helmholtz2d"}, {"n_boundary", 400}},
+                  {models(), integers("width", {128, 256}), numbers("lr", {3e-4, 1e-3, 3e-3}),
+                   integers("seed", {0, 1, 2})}};
+  return g;
+}
+
+}  // namespace
+
+}  // namespace pinn
+
+Experiment pinn_experiment() {
+  Experiment e;
+  e.name = "pinn";
+  e.description = "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics";
+  e.presets = {"smoke", "cpu", "paper"};
+  e.preset = pinn::preset;
+  e.grids = pinn::grids();
+  e.run = pinn::run;
+  e.metrics = {"rel_l2", "mse", "final_loss", "iters", "seconds", "iters_per_s"};
+  e.plot_grid = pinn::plot_grid;
+  e.plot_run = pinn::plot_run;
+  return e;
+}
+
+}  // namespace pln::exp

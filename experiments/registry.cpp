@@ -1,0 +1,37 @@
+// The experiment families the command line knows.
+
+#include "common/experiment.h"
+#include "pinn/pinn.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+
+namespace pln::exp {
+
+const std::vector<Experiment>& experiments() {
+  static const std::vector<Experiment> all = {pinn_experiment()};
+  return all;
+}
+
+const Experiment& find_experiment(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& e : experiments()) {
+    if (e.name == name) return e;
+    names.push_back(e.name);
+  }
+  throw std::invalid_argument(
+      fmt::format("unknown experiment '{}'; known: {}", name, fmt::join(names, ", ")));
+}
+
+const GridSpec& find_grid(const Experiment& experiment, const std::string& preset) {
+  const auto it = experiment.grids.find(preset);
+  if (it != experiment.grids.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : experiment.grids) names.push_back(name);
+  throw std::invalid_argument(fmt::format("{}: unknown grid preset '{}'; known: {}", experiment.name,
+                                          preset, fmt::join(names, ", ")));
+}
+
+}  // namespace pln::exp

@@ -1,0 +1,368 @@
+// The experiment framework (configuration, schedules, CSV, grids, schema) and
+// the PINN experiment's pieces (problems, Taylor-mode network, NTK).
+
+#include <gtest/gtest.h>
+
+#include <common/config.h>
+#include <common/csv.h>
+#include <common/experiment.h>
+#include <common/grid.h>
+#include <common/run.h>
+#include <common/schedule.h>
+#include <common/schema.h>
+#include <pinn/network.h>
+#include <pinn/ntk.h>
+#include <pinn/problem.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("pln-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// ------------------------------------------------------------ configuration
+
+TEST(Config, OverridesParseAsThePresetsType) {
+  Config c = {{"width", 128}, {"lr", 1e-3}, {"norm", "pln"}, {"affine", false}};
+  apply_overrides(c, {"width=64", "lr=3e-3", "norm=ln", "affine=true"}, "test");
+  EXPECT_EQ(get_int(c, "width"), 64);
+  EXPECT_DOUBLE_EQ(get_double(c, "lr"), 3e-3);
+  EXPECT_EQ(get_string(c, "norm"), "ln");
+  EXPECT_TRUE(get_bool(c, "affine"));
+  apply_override(c, "lr=1", "test");  // an integer literal for a float key stays a float
+  EXPECT_TRUE(c["lr"].is_number_float());
+}
+
+TEST(Config, BadOverridesNameTheProblem) {
+  Config c = {{"width", 128}, {"lr", 1e-3}, {"affine", false}};
+  EXPECT_NE(error_of([&] { apply_override(c, "widht=3", "pinn"); }).find("pinn: unknown key 'widht'; known keys: width, lr, affine"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "width=12.5", "pinn"); }).find("key 'width' expects an integer, got '12.5'"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "lr=fast", "pinn"); }).find("key 'lr' expects a finite number, got 'fast'"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "lr=nan", "pinn"); }).find("expects a finite number"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "affine=maybe", "pinn"); }).find("expects true or false"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "width", "pinn"); }).find("--set expects key=value, got 'width'"), std::string::npos);
+}
+
+TEST(Config, ValueTextRoundTrips) {
+  for (double v : {1e-3, 3e-4, 0.1, 1.0 / 3.0, 2.5e-7}) {
+    Config c = {{"lr", 0.5}};
+    apply_override(c, "lr=" + value_text(Config(v)), "test");
+    EXPECT_EQ(get_double(c, "lr"), v);
+  }
+}
+
+// ---------------------------------------------------------------- schedules
+
+TEST(Schedule, WarmupThenCosineToTheFloor) {
+  Schedule s;
+  s.kind = "cosine";
+  s.lr = 1.0;
+  s.total = 110;
+  s.warmup = 10;
+  s.floor = 0.1;
+  EXPECT_DOUBLE_EQ(s.at(0), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(4), 0.5);
+  EXPECT_DOUBLE_EQ(s.at(9), 1.0);
+  EXPECT_DOUBLE_EQ(s.at(10), 1.0);
+  EXPECT_NEAR(s.at(59), 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * 49 / 99.0)), 1e-12);
+  EXPECT_NEAR(s.at(109), 0.1, 1e-12);
+}
+
+TEST(Schedule, StepDecayAndConstant) {
+  Schedule s;
+  s.kind = "step";
+  s.lr = 0.1;
+  s.total = 100;
+  s.step_size = 30;
+  s.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(s.at(29), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(30), 0.05);
+  EXPECT_DOUBLE_EQ(s.at(95), 0.0125);
+  s.kind = "constant";
+  EXPECT_DOUBLE_EQ(s.at(95), 0.1);
+}
+
+TEST(Schedule, InvalidValuesAreRejected) {
+  Schedule s;
+  s.kind = "linear";
+  EXPECT_NE(error_of([&] { s.validate(); }).find("one of constant|step|cosine, got 'linear'"), std::string::npos);
+  s.kind = "cosine";
+  s.floor = 2;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("lr_floor must be in [0, 1], got 2"), std::string::npos);
+  s.floor = 0;
+  s.lr = -1;
+  EXPECT_NE(error_of([&] { s.validate(); }).find("lr must be a positive finite number"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------- CSV
+
+TEST(Csv, RoundTripsQuotedFields) {
+  CsvTable t;
+  t.header = {"cell", "note"};
+  t.rows = {{"a", "has, comma"}, {"b", "has \"quotes\"\nand a newline"}, {"c", ""}};
+  const auto back = parse_csv(to_csv(t), "test");
+  EXPECT_EQ(back.header, t.header);
+  EXPECT_EQ(back.rows, t.rows);
+}
+
+TEST(Csv, OlderFilesWithFewerColumnsStillRead) {
+  const auto t = parse_csv("cell,rel_l2\nx,0.5\n", "old.csv");
+  EXPECT_EQ(t.get(0, "rel_l2"), "0.5");
+  EXPECT_EQ(t.get(0, "added_later"), "");
+}
+
+TEST(Csv, CorruptFilesNameTheProblem) {
+  EXPECT_NE(error_of([] { parse_csv("a,b\n1,2,3\n", "bad.csv"); }).find("bad.csv: row 1 has 3 fields, the header has 2"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_csv("a,b\n\"1,2\n", "bad.csv"); }).find("bad.csv: unterminated quoted field"), std::string::npos);
+  EXPECT_NE(error_of([] { read_csv("/nonexistent/records.csv"); }).find("cannot open /nonexistent/records.csv"), std::string::npos);
+}
+
+TEST(Csv, StepLogFlushesWholeFiles) {
+  const auto dir = fresh_dir("steplog");
+  {
+    StepLog log(dir / "train.csv", {"step", "loss"}, 2);
+    log.add({1, 0.5});
+    EXPECT_EQ(read_csv(dir / "train.csv").rows.size(), 0u);  // not flushed yet
+    log.add({2, NAN});
+    const auto t = read_csv(dir / "train.csv");
+    ASSERT_EQ(t.rows.size(), 2u);
+    EXPECT_EQ(t.rows[1][1], "");  // NaN is a missing value
+  }
+  fs::remove_all(dir);
+}
+
+// --------------------------------------------------------------------- grids
+
+TEST(Grid, ExpandsTheProductInAStableOrder) {
+  GridSpec spec{"", "smoke", Config{{"iters", 5}},
+                {{"model", {{"LN", Config{{"norm", "ln"}}}, {"PLN(4)", Config{{"norm", "pln"}, {"group", 4}}}}},
+                 {"seed", {{"0", Config{{"seed", 0}}}, {"1", Config{{"seed", 1}}}, {"2", Config{{"seed", 2}}}}}}};
+  const auto cells = expand_grid(spec);
+  ASSERT_EQ(cells.size(), 6u);
+  std::set<std::string> ids;
+  for (const auto& c : cells) ids.insert(c.id);
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(cells[0].id, "0_model=LN_seed=0");
+  EXPECT_EQ(cells[4].id, "4_model=PLN4_seed=1");
+  EXPECT_EQ(cells[4].sets, (std::vector<std::string>{"iters=5", "norm=pln", "group=4", "seed=1"}));
+  EXPECT_EQ(cells[4].labels.at("model"), "PLN(4)");
+  EXPECT_EQ(expand_grid(spec)[5].id, cells[5].id);
+}
+
+TEST(Grid, EveryPresetGridResolves) {
+  for (const auto& e : experiments()) {
+    for (const auto& [name, spec] : e.grids) {
+      SCOPED_TRACE(e.name + " grid " + name);
+      for (const auto& cell : expand_grid(spec)) EXPECT_NO_THROW(resolve_config(e, spec.preset, cell.sets));
+    }
+  }
+}
+
+TEST(Schema, FlagsMissingMetricsAndRowCounts) {
+  const auto dir = fresh_dir("schema");
+  std::ofstream(dir / "grid.json") << R"({"experiment":"pinn","n_cells":2,"axes":["model"],"cells":[{"id":"0_model=LN"},{"id":"1_model=PLN4"}]})";
+  std::ofstream(dir / "records.csv") << "cell,model,rel_l2,mse,final_loss,iters,seconds,iters_per_s\n0_model=LN,LN,,1,1,1,1,1\n";
+  const auto problems = check_results(dir);
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("1 rows, the grid has 2 cells"), std::string::npos) << all;
+  EXPECT_NE(all.find("cell '0_model=LN': rel_l2 is '', not a finite number"), std::string::npos) << all;
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------- PINN pieces
+
+TEST(PinnProblem, PointSetsAndExactSolution) {
+  EXPECT_DOUBLE_EQ(pinn::radical_inverse2(1), 0.5);
+  EXPECT_DOUBLE_EQ(pinn::radical_inverse2(6), 0.375);
+  for (const char* name : {"helmholtz1d", "helmholtz2d"}) {
+    const auto p = pinn::make_problem(name);
+    const auto x = p.interior(100, torch::kDouble);
+    EXPECT_EQ(x.sizes(), (std::vector<int64_t>{100, p.dim}));
+    EXPECT_LT(x.abs().max().item<double>(), 1.0);
+    const auto b = p.boundary(p.dim == 1 ? 2 : 40, torch::kDouble);
+    EXPECT_TRUE(torch::allclose(std::get<0>(b.abs().max(1)), torch::ones({b.size(0)}, torch::kDouble)));
+    EXPECT_LT(p.exact(b).abs().max().item<double>(), 1e-12);
+    // The exact solution satisfies the PDE: its Laplacian is -(sum of k^2) u.
+    const double k2 = p.dim == 1 ? M_PI * M_PI : 17 * M_PI * M_PI;
+    const auto u = p.exact(x);
+    EXPECT_LT(p.residual(-k2 * u, u, x).abs().max().item<double>(), 1e-9);
+  }
+  EXPECT_NE(error_of([] { pinn::make_problem("helmholtz1d").boundary(4, torch::kDouble); }).find("exactly 2 boundary points"), std::string::npos);
+  EXPECT_NE(error_of([] { pinn::make_problem("poisson"); }).find("one of helmholtz1d|helmholtz2d, got 'poisson'"), std::string::npos);
+}
+
+struct NetCase {
+  std::string norm, act;
+  int64_t dim;
+};
+
+class PinnDerivatives : public ::testing::TestWithParam<NetCase> {};
+
+TEST_P(PinnDerivatives, TaylorModeMatchesFiniteDifferences) {
+  const auto& [norm, act, dim] = GetParam();
+  torch::manual_seed(7);
+  pinn::NetSpec spec;
+  spec.in_dim = dim;
+  spec.width = 8;
+  spec.depth = 2;
+  spec.norm = norm;
+  spec.act = act;
+  pinn::PinnNet net(spec, torch::kDouble);
+  const auto x = torch::rand({6, dim}, torch::kDouble) * 1.6 - 0.8;
+  const auto d = net->forward_jet(x);
+  const auto u = net->forward(x).squeeze(1);
+  EXPECT_TRUE(torch::allclose(d.value, u, 1e-12, 1e-12));
+  const double h = 1e-4;
+  for (int64_t k = 0; k < dim; ++k) {
+    auto e = torch::zeros({1, dim}, torch::kDouble);
+    e[0][k] = h;
+    const auto plus = net->forward(x + e).squeeze(1), minus = net->forward(x - e).squeeze(1);
+    EXPECT_TRUE(torch::allclose(d.first[k], (plus - minus) / (2 * h), 1e-6, 1e-6)) << "du/dx" << k;
+    EXPECT_TRUE(torch::allclose(d.second[k], (plus - 2 * u + minus) / (h * h), 1e-4, 1e-4))
+        << "d2u/dx" << k << "2: " << d.second[k] << " vs " << (plus - 2 * u + minus) / (h * h);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, PinnDerivatives,
+                         ::testing::Values(NetCase{"pln", "none", 1}, NetCase{"pls", "none", 1},
+                                           NetCase{"ln", "none", 1}, NetCase{"none", "tanh", 1},
+                                           NetCase{"none", "sigmoid", 1}, NetCase{"none", "sat", 1},
+                                           NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}));
+
+TEST(PinnNetwork, RejectsBadShapes) {
+  pinn::NetSpec spec;
+  spec.width = 10;
+  spec.group = 4;
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("width (10) must be a positive multiple of group (4)"), std::string::npos);
+  spec.width = 8;
+  spec.act = "gelu";
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("act must be one of none|tanh|relu|sigmoid|sat, got 'gelu'"), std::string::npos);
+}
+
+TEST(Ntk, JacobianMatchesBruteForce) {
+  torch::manual_seed(11);
+  pinn::NetSpec spec;
+  spec.width = 4;
+  spec.depth = 2;
+  spec.group = 2;
+  pinn::PinnNet net(spec, torch::kDouble);
+  const auto x = torch::linspace(-0.9, 0.9, 5, torch::kDouble).unsqueeze(1);
+  const auto jac = pinn::output_jacobian(*net, [&](const torch::Tensor& p) { return net->forward(p); }, x);
+  // Brute force: central differences in every parameter entry.
+  std::vector<torch::Tensor> columns;
+  const double h = 1e-6;
+  torch::NoGradGuard no_grad;
+  for (auto& p : net->parameters()) {
+    auto flat = p.view({-1});
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      const double orig = flat[i].item<double>();
+      flat[i] = orig + h;
+      const auto plus = net->forward(x).squeeze(1);
+      flat[i] = orig - h;
+      const auto minus = net->forward(x).squeeze(1);
+      flat[i] = orig;
+      columns.push_back((plus - minus) / (2 * h));
+    }
+  }
+  const auto brute = torch::stack(columns, 1);
+  ASSERT_EQ(jac.sizes(), brute.sizes());
+  EXPECT_TRUE(torch::allclose(jac, brute, 1e-6, 1e-7));
+  const auto a = pinn::kernel_stats(torch::matmul(jac, jac.t()));
+  const auto b = pinn::kernel_stats(torch::matmul(brute, brute.t()));
+  EXPECT_NEAR(a.trace, b.trace, 1e-6 * b.trace);
+  EXPECT_NEAR(a.lambda_max, b.lambda_max, 1e-6 * b.lambda_max);
+  EXPECT_EQ(a.eff_rank_90, b.eff_rank_90);
+  EXPECT_EQ(a.numerical_rank, b.numerical_rank);
+}
+
+TEST(Ntk, StatisticsOfAKnownSpectrum) {
+  torch::manual_seed(12);
+  const auto q = std::get<0>(torch::linalg::qr(torch::randn({4, 4}, torch::kDouble)));
+  const auto kernel = torch::matmul(torch::matmul(q, torch::diag(torch::tensor({4.0, 3.0, 2.0, 1.0}, torch::kDouble))), q.t());
+  const auto s = pinn::kernel_stats(kernel);
+  EXPECT_NEAR(s.trace, 10, 1e-12);
+  EXPECT_NEAR(s.lambda_max, 4, 1e-12);
+  EXPECT_NEAR(s.lambda_min, 1, 1e-12);
+  EXPECT_NEAR(s.cond, 4, 1e-10);
+  EXPECT_EQ(s.eff_rank_90, 3);  // 4 + 3 + 2 = 9 >= 0.9 * 10
+  EXPECT_EQ(s.numerical_rank, 4);
+  EXPECT_NEAR(s.mean_self_kernel, 2.5, 1e-12);
+  EXPECT_NEAR(s.stable_rank, 2.5, 1e-12);
+}
+
+// ------------------------------------------------------------- runs on disk
+
+TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
+  const auto& e = find_experiment("pinn");
+  const auto dir = fresh_dir("pinn-run");
+  std::string first_log;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    RunRequest request;
+    request.preset = "smoke";
+    request.sets = {"iters=15", "ntk_every=5"};
+    request.out = dir / std::to_string(repeat);
+    request.threads = 2;
+    const auto summary = run_experiment(e, request);
+    EXPECT_TRUE(std::isfinite(summary["rel_l2"].get<double>()));
+    for (const char* file : {"config.json", "summary.json", "train.csv", "eval.csv", "ntk.csv", "solution.csv"}) {
+      EXPECT_TRUE(fs::exists(request.out / file)) << file;
+    }
+    const auto ntk = read_csv(request.out / "ntk.csv");
+    EXPECT_EQ(ntk.rows.size(), 3u * 4u);  // init, steps 5 and 10, final x three point sets
+    const auto log = slurp(request.out / "train.csv");
+    if (repeat == 0) first_log = log;
+    else EXPECT_EQ(log, first_log);
+  }
+  EXPECT_TRUE(check_results(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(PinnRun, BadConfigurationIsRejectedBeforeTraining) {
+  const auto& e = find_experiment("pinn");
+  const auto dir = fresh_dir("pinn-bad");
+  RunRequest request;
+  request.preset = "smoke";
+  request.out = dir;
+  request.sets = {"width=10"};
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("width (10) must be a positive multiple of group (4)"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "summary.json"));
+  request.sets = {"norm=bn"};
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("norm must be one of pln|pls|ln|none, got 'bn'"), std::string::npos);
+  request.sets = {};
+  request.preset = "huge";
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("unknown preset 'huge'; known: smoke, cpu, paper"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pln::exp
