@@ -27,7 +27,7 @@ Config defaults() {
   return {
       {"problem", "helmholtz1d"}, {"width", 128}, {"depth", 3}, {"norm", "pln"}, {"group", 4},
       {"act", "none"}, {"optimizer", "adam"}, {"lr", 1e-3}, {"momentum", 0.9},
-      {"schedule", "constant"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
+      {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
       {"gamma", 0.5}, {"iters", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
       {"bc_weight", 1.0}, {"n_test", 1001}, {"seed", 0}, {"dtype", "float64"},
       {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1}};
@@ -263,7 +263,7 @@ std::map<std::string, GridSpec> grids() {
                 {{"model", {{"LN", model("ln", 4, "none")}, {"PLN(4)", model("pln", 4, "none")}}},
                  integers("seed", {0})}};
   g["cpu"] = {"the PINN table on 2 cores: 5 models x widths 128, 256, one lr and seed", "cpu",
-              Config{{"iters", 2000}, {"n_interior", 500}, {"ntk_every", 0}, {"eval_every", 500}},
+              Config{{"iters", 4000}, {"n_interior", 500}, {"ntk_every", 1000}, {"eval_every", 250}},
               {models(), integers("width", {128, 256}), numbers("lr", {1e-3}), integers("seed", {0})}};
   g["table"] = {"the paper's PINN table: 5 models x widths 128, 256 x 4 learning rates x 3 seeds",
                 "paper", Config::object(),
