@@ -105,10 +105,11 @@ torch::Tensor PinnNetImpl::normalise_jet(const torch::Tensor& jet, size_t block)
 torch::Tensor PinnNetImpl::linear_jet(const torch::Tensor& jet, size_t layer) const {
   const auto& lin = linears_[layer];
   const int64_t parts = jet.size(0), n = jet.size(1);
-  // One matrix product for every part; the bias then shifts the values only.
-  auto out = torch::mm(jet.reshape({parts * n, jet.size(2)}), lin->weight.t());
-  out.narrow(0, 0, n).add_(lin->bias);
-  return out.view({parts, n, lin->weight.size(0)});
+  // One matrix product for every part; the bias then shifts the values only
+  // (a broadcast add whose backward is a reduction, not a copy of the jet).
+  const auto out = torch::mm(jet.reshape({parts * n, jet.size(2)}), lin->weight.t());
+  const auto shift = torch::cat({lin->bias.unsqueeze(0), torch::zeros({parts - 1, lin->bias.size(0)}, lin->bias.options())});
+  return out.view({parts, n, lin->weight.size(0)}) + shift.unsqueeze(1);
 }
 
 Derivatives PinnNetImpl::forward_jet(const torch::Tensor& x) {

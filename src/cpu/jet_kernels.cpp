@@ -10,7 +10,9 @@
 // The backward is the exact reverse of these lines; statistics are recomputed
 // from the input rather than saved (they cost one pass over a group already in
 // registers). Group sizes 4, 8 and 16 are compile-time so the per-group loops
-// unroll; others take the same code with a run-time size.
+// unroll; others take the same code with a run-time size. With AVX2, double
+// jets with g a multiple of 4 run four groups side by side, one per lane
+// (4 x 4 transposes on load and store), so every per-group sum is a vertical add.
 
 #include "cpu/jet_kernels.h"
 
@@ -19,7 +21,15 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define PLN_HAVE_AVX2 1
+#else
+#define PLN_HAVE_AVX2 0
+#endif
 
 #ifndef PLN_CPU_NS
 #error "PLN_CPU_NS must name the capability namespace"
@@ -37,143 +47,247 @@ struct Size<0> {
   static int64_t get(int64_t g) { return g; }
 };
 
-// One group's worth of values: on the stack for compile-time sizes.
-template <int64_t G>
+// One group's worth of values (V: double, or four groups' in Vec4 lanes): on
+// the stack for compile-time sizes.
+template <int64_t G, typename V>
 struct Buffer {
   explicit Buffer(int64_t) {}
-  double values[G];
-  double* data() { return values; }
+  V values[G];
+  V* data() { return values; }
 };
-template <>
-struct Buffer<0> {
+template <typename V>
+struct Buffer<0, V> {
   explicit Buffer(int64_t g) : values(static_cast<size_t>(g)) {}
-  std::vector<double> values;
-  double* data() { return values.data(); }
+  std::vector<V> values;
+  V* data() { return values.data(); }
 };
 
-// Loads one part of a group into `out`, centred when asked.
-template <int64_t G, typename T, typename A>
-inline void load_centred(const T* p, int64_t g, bool centering, A* out) {
-  const int64_t n = Size<G>::get(g);
-  A mean = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<A>(p[i]);
-    mean += out[i];
+inline double vsqrt(double x) { return std::sqrt(x); }
+
+#if PLN_HAVE_AVX2
+struct Vec4 {
+  __m256d v;
+  Vec4() = default;
+  Vec4(double d) : v(_mm256_set1_pd(d)) {}  // NOLINT: scalars broadcast implicitly
+  explicit Vec4(__m256d x) : v(x) {}
+};
+inline Vec4 operator+(Vec4 a, Vec4 b) { return Vec4(_mm256_add_pd(a.v, b.v)); }
+inline Vec4 operator-(Vec4 a, Vec4 b) { return Vec4(_mm256_sub_pd(a.v, b.v)); }
+inline Vec4 operator*(Vec4 a, Vec4 b) { return Vec4(_mm256_mul_pd(a.v, b.v)); }
+inline Vec4 operator/(Vec4 a, Vec4 b) { return Vec4(_mm256_div_pd(a.v, b.v)); }
+inline Vec4 vsqrt(Vec4 x) { return Vec4(_mm256_sqrt_pd(x.v)); }
+
+// Rows r0..r3 (four groups' 4-element chunks) <-> lanes (element i of every group).
+inline void transpose4(__m256d& r0, __m256d& r1, __m256d& r2, __m256d& r3) {
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  r0 = _mm256_permute2f128_pd(t0, t2, 0x20);
+  r1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+  r2 = _mm256_permute2f128_pd(t0, t2, 0x31);
+  r3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+// Four consecutive groups of G doubles starting at p, lane j = group j.
+template <int64_t G>
+struct LaneIO {
+  static void load(const double* p, Vec4* out) {
+    for (int64_t k = 0; k < G; k += 4) {
+      __m256d r0 = _mm256_loadu_pd(p + k), r1 = _mm256_loadu_pd(p + G + k),
+              r2 = _mm256_loadu_pd(p + 2 * G + k), r3 = _mm256_loadu_pd(p + 3 * G + k);
+      transpose4(r0, r1, r2, r3);
+      out[k] = Vec4(r0);
+      out[k + 1] = Vec4(r1);
+      out[k + 2] = Vec4(r2);
+      out[k + 3] = Vec4(r3);
+    }
   }
-  mean /= A(n);
-  if (centering) {
-    for (int64_t i = 0; i < n; ++i) out[i] -= mean;
+  static void store(const Vec4* in, double* p) {
+    for (int64_t k = 0; k < G; k += 4) {
+      __m256d r0 = in[k].v, r1 = in[k + 1].v, r2 = in[k + 2].v, r3 = in[k + 3].v;
+      transpose4(r0, r1, r2, r3);
+      _mm256_storeu_pd(p + k, r0);
+      _mm256_storeu_pd(p + G + k, r1);
+      _mm256_storeu_pd(p + 2 * G + k, r2);
+      _mm256_storeu_pd(p + 3 * G + k, r3);
+    }
+  }
+};
+#endif
+
+// One group of g values of type T at p, held in double.
+template <typename T>
+struct ScalarIO {
+  int64_t g;
+  void load(const T* p, double* out) const {
+    for (int64_t i = 0; i < g; ++i) out[i] = static_cast<double>(p[i]);
+  }
+  void store(const double* in, T* p) const {
+    for (int64_t i = 0; i < g; ++i) p[i] = static_cast<T>(in[i]);
+  }
+};
+
+template <int64_t G, typename V>
+inline void remove_mean(V* v, int64_t g, bool centering) {
+  if (!centering) return;
+  const int64_t n = Size<G>::get(g);
+  V mean = v[0];
+  for (int64_t i = 1; i < n; ++i) mean = mean + v[i];
+  mean = mean * V(1.0 / double(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = v[i] - mean;
+}
+
+// Part `part` of the block whose value part starts at `offset`.
+struct Parts {
+  int64_t plane, offset, directions;
+  int64_t first(int64_t k) const { return (1 + k) * plane + offset; }
+  int64_t second(int64_t k) const { return (1 + directions + k) * plane + offset; }
+};
+
+template <int64_t G, typename V, typename IO, typename T>
+inline void forward_block(const IO& io, const T* x, T* y, const Parts& at, int64_t g, double eps,
+                          bool centering) {
+  const int64_t n = Size<G>::get(g);
+  Buffer<G, V> a_(n), b_(n), c_(n), o_(n);
+  V *a = a_.data(), *b = b_.data(), *c = c_.data(), *o = o_.data();
+  const V inv_g(1.0 / double(n));
+  io.load(x + at.offset, a);
+  remove_mean<G>(a, n, centering);
+  V s(0.0);
+  for (int64_t i = 0; i < n; ++i) s = s + a[i] * a[i];
+  const V r = V(1.0) / vsqrt(s * inv_g + V(eps));
+  const V r3 = r * r * r;
+  for (int64_t i = 0; i < n; ++i) o[i] = a[i] * r;
+  io.store(o, y + at.offset);
+  for (int64_t k = 0; k < at.directions; ++k) {
+    io.load(x + at.first(k), b);
+    io.load(x + at.second(k), c);
+    remove_mean<G>(b, n, centering);
+    remove_mean<G>(c, n, centering);
+    V s1(0.0), s2(0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      s1 = s1 + a[i] * b[i];
+      s2 = s2 + b[i] * b[i] + a[i] * c[i];
+    }
+    s1 = s1 * (V(2.0) * inv_g);
+    s2 = s2 * (V(2.0) * inv_g);
+    const V r1 = V(-0.5) * r3 * s1;
+    const V r2 = V(0.75) * r3 * r * r * s1 * s1 - V(0.5) * r3 * s2;
+    for (int64_t i = 0; i < n; ++i) o[i] = b[i] * r + a[i] * r1;
+    io.store(o, y + at.first(k));
+    for (int64_t i = 0; i < n; ++i) o[i] = c[i] * r + V(2.0) * b[i] * r1 + a[i] * r2;
+    io.store(o, y + at.second(k));
   }
 }
 
-// Writes P v (P: subtract the group mean when centring) to `p`.
-template <int64_t G, typename T, typename A>
-inline void store_projected(const A* v, int64_t g, bool centering, T* p) {
+template <int64_t G, typename V, typename IO, typename T>
+inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const Parts& at, int64_t g,
+                           double eps, bool centering) {
   const int64_t n = Size<G>::get(g);
-  A mean = 0;
-  if (centering) {
-    for (int64_t i = 0; i < n; ++i) mean += v[i];
-    mean /= A(n);
+  Buffer<G, V> a_(n), b_(n), c_(n), ga_(n), gb_(n), gc_(n), y1_(n), y2_(n);
+  V *a = a_.data(), *b = b_.data(), *c = c_.data(), *ga = ga_.data(), *gb = gb_.data(),
+    *gc = gc_.data(), *gy1 = y1_.data(), *gy2 = y2_.data();
+  const V inv_g(1.0 / double(n)), two_inv_g(2.0 / double(n));
+  io.load(x + at.offset, a);
+  remove_mean<G>(a, n, centering);
+  V s(0.0);
+  for (int64_t i = 0; i < n; ++i) s = s + a[i] * a[i];
+  const V r = V(1.0) / vsqrt(s * inv_g + V(eps));
+  const V rr = r * r, r3 = rr * r, r4 = rr * rr, r5 = r4 * r;
+  V grad_r(0.0);  // total adjoint of r
+  io.load(dy + at.offset, gy1);  // the values' gradient, borrowed buffer
+  for (int64_t i = 0; i < n; ++i) {
+    ga[i] = gy1[i] * r;
+    grad_r = grad_r + gy1[i] * a[i];
   }
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(v[i] - mean);
+  for (int64_t k = 0; k < at.directions; ++k) {
+    io.load(x + at.first(k), b);
+    io.load(x + at.second(k), c);
+    remove_mean<G>(b, n, centering);
+    remove_mean<G>(c, n, centering);
+    io.load(dy + at.first(k), gy1);
+    io.load(dy + at.second(k), gy2);
+    V s1(0.0), s2(0.0), g_r1(0.0), g_r2(0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      s1 = s1 + a[i] * b[i];
+      s2 = s2 + b[i] * b[i] + a[i] * c[i];
+      grad_r = grad_r + gy1[i] * b[i] + gy2[i] * c[i];
+      g_r1 = g_r1 + gy1[i] * a[i] + V(2.0) * gy2[i] * b[i];
+      g_r2 = g_r2 + gy2[i] * a[i];
+    }
+    s1 = s1 * two_inv_g;
+    s2 = s2 * two_inv_g;
+    const V r1 = V(-0.5) * r3 * s1;
+    const V r2 = V(0.75) * r5 * s1 * s1 - V(0.5) * r3 * s2;
+    grad_r = grad_r + g_r1 * (V(-1.5) * rr * s1) + g_r2 * (V(3.75) * r4 * s1 * s1 - V(1.5) * rr * s2);
+    const V g_s1 = V(-0.5) * r3 * g_r1 + V(1.5) * r5 * s1 * g_r2;
+    const V g_s2 = V(-0.5) * r3 * g_r2;
+    for (int64_t i = 0; i < n; ++i) {
+      gb[i] = gy1[i] * r + V(2.0) * gy2[i] * r1 + two_inv_g * (g_s1 * a[i] + V(2.0) * g_s2 * b[i]);
+      gc[i] = gy2[i] * r + two_inv_g * g_s2 * a[i];
+      ga[i] = ga[i] + gy1[i] * r1 + gy2[i] * r2 + two_inv_g * (g_s1 * b[i] + g_s2 * c[i]);
+    }
+    remove_mean<G>(gb, n, centering);
+    remove_mean<G>(gc, n, centering);
+    io.store(gb, dx + at.first(k));
+    io.store(gc, dx + at.second(k));
+  }
+  const V g_s = V(-0.5) * r3 * grad_r;
+  for (int64_t i = 0; i < n; ++i) ga[i] = ga[i] + two_inv_g * g_s * a[i];
+  remove_mean<G>(ga, n, centering);
+  io.store(ga, dx + at.offset);
+}
+
+// Runs `scalar(offset)` on every group of rows [begin, end), or `lanes(offset)`
+// on four groups at a time where the AVX2 path applies.
+template <int64_t G, typename T, typename Lanes, typename Scalar>
+void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, Lanes&& lanes, Scalar&& scalar) {
+  const int64_t g = Size<G>::get(geo.group), C = geo.channels;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t start = row * C;
+    const int64_t stop = start + C;
+#if PLN_HAVE_AVX2
+    if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
+      for (; start + 4 * G <= stop; start += 4 * G) lanes(start);
+    }
+#endif
+    for (; start < stop; start += g) scalar(start);
+  }
 }
 
 template <int64_t G, typename T>
 void forward_rows(const JetGeometry& geo, const T* x, T* y, double eps, bool centering,
                   int64_t begin, int64_t end) {
-  using A = double;  // groups are tiny: accumulate in double whatever the storage type
-  const int64_t g = Size<G>::get(geo.group), C = geo.channels, D = geo.directions;
-  const int64_t plane = geo.rows * C;
-  Buffer<G> a_(g), b_(g), c_(g);
-  A *a = a_.data(), *b = b_.data(), *c = c_.data();
-  const A inv_g = A(1) / A(g);
-  for (int64_t row = begin; row < end; ++row) {
-    for (int64_t start = row * C; start < row * C + C; start += g) {
-      load_centred<G>(x + start, g, centering, a);
-      A s = 0;
-      for (int64_t i = 0; i < g; ++i) s += a[i] * a[i];
-      const A r = A(1) / std::sqrt(s * inv_g + A(eps));
-      const A r3 = r * r * r;
-      for (int64_t i = 0; i < g; ++i) y[start + i] = static_cast<T>(a[i] * r);
-      for (int64_t k = 0; k < D; ++k) {
-        const int64_t o1 = (1 + k) * plane + start, o2 = (1 + D + k) * plane + start;
-        load_centred<G>(x + o1, g, centering, b);
-        load_centred<G>(x + o2, g, centering, c);
-        A s1 = 0, s2 = 0;
-        for (int64_t i = 0; i < g; ++i) {
-          s1 += a[i] * b[i];
-          s2 += b[i] * b[i] + a[i] * c[i];
+  const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
+  for_groups<G, T>(
+      geo, begin, end,
+      [&](int64_t start) {
+#if PLN_HAVE_AVX2
+        if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
+          forward_block<G, Vec4>(LaneIO<G>{}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
         }
-        s1 *= 2 * inv_g;
-        s2 *= 2 * inv_g;
-        const A r1 = -A(0.5) * r3 * s1;
-        const A r2 = A(0.75) * r3 * r * r * s1 * s1 - A(0.5) * r3 * s2;
-        for (int64_t i = 0; i < g; ++i) {
-          y[o1 + i] = static_cast<T>(b[i] * r + a[i] * r1);
-          y[o2 + i] = static_cast<T>(c[i] * r + 2 * b[i] * r1 + a[i] * r2);
-        }
-      }
-    }
-  }
+#endif
+      },
+      [&](int64_t start) {
+        forward_block<G, double>(ScalarIO<T>{g}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
+      });
 }
 
 template <int64_t G, typename T>
 void backward_rows(const JetGeometry& geo, const T* dy, const T* x, T* dx, double eps,
                    bool centering, int64_t begin, int64_t end) {
-  using A = double;
-  const int64_t g = Size<G>::get(geo.group), C = geo.channels, D = geo.directions;
-  const int64_t plane = geo.rows * C;
-  Buffer<G> a_(g), b_(g), c_(g), ga_(g), gb_(g), gc_(g);
-  A *a = a_.data(), *b = b_.data(), *c = c_.data(), *ga = ga_.data(), *gb = gb_.data(), *gc = gc_.data();
-  const A inv_g = A(1) / A(g);
-  for (int64_t row = begin; row < end; ++row) {
-    for (int64_t start = row * C; start < row * C + C; start += g) {
-      load_centred<G>(x + start, g, centering, a);
-      A s = 0;
-      for (int64_t i = 0; i < g; ++i) s += a[i] * a[i];
-      const A r = A(1) / std::sqrt(s * inv_g + A(eps));
-      const A r2_ = r * r, r3 = r2_ * r, r4 = r2_ * r2_, r5 = r4 * r;
-      A grad_r = 0;  // total adjoint of r
-      const T* gy0 = dy + start;
-      for (int64_t i = 0; i < g; ++i) {
-        ga[i] = A(gy0[i]) * r;
-        grad_r += A(gy0[i]) * a[i];
-      }
-      for (int64_t k = 0; k < D; ++k) {
-        const int64_t o1 = (1 + k) * plane + start, o2 = (1 + D + k) * plane + start;
-        load_centred<G>(x + o1, g, centering, b);
-        load_centred<G>(x + o2, g, centering, c);
-        const T* gy1 = dy + o1;
-        const T* gy2 = dy + o2;
-        A s1 = 0, s2 = 0, g_r1 = 0, g_r2 = 0;
-        for (int64_t i = 0; i < g; ++i) {
-          s1 += a[i] * b[i];
-          s2 += b[i] * b[i] + a[i] * c[i];
-          grad_r += A(gy1[i]) * b[i] + A(gy2[i]) * c[i];
-          g_r1 += A(gy1[i]) * a[i] + 2 * A(gy2[i]) * b[i];
-          g_r2 += A(gy2[i]) * a[i];
+  const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
+  for_groups<G, T>(
+      geo, begin, end,
+      [&](int64_t start) {
+#if PLN_HAVE_AVX2
+        if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
+          backward_block<G, Vec4>(LaneIO<G>{}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
         }
-        s1 *= 2 * inv_g;
-        s2 *= 2 * inv_g;
-        const A r1 = -A(0.5) * r3 * s1;
-        const A r2 = A(0.75) * r5 * s1 * s1 - A(0.5) * r3 * s2;
-        grad_r += g_r1 * (-A(1.5) * r2_ * s1) + g_r2 * (A(3.75) * r4 * s1 * s1 - A(1.5) * r2_ * s2);
-        const A g_s1 = -A(0.5) * r3 * g_r1 + A(1.5) * r5 * s1 * g_r2;
-        const A g_s2 = -A(0.5) * r3 * g_r2;
-        for (int64_t i = 0; i < g; ++i) {
-          const A y1 = A(gy1[i]), y2 = A(gy2[i]);
-          gb[i] = y1 * r + 2 * y2 * r1 + 2 * inv_g * (g_s1 * a[i] + 2 * g_s2 * b[i]);
-          gc[i] = y2 * r + 2 * inv_g * g_s2 * a[i];
-          ga[i] += y1 * r1 + y2 * r2 + 2 * inv_g * (g_s1 * b[i] + g_s2 * c[i]);
-        }
-        store_projected<G>(gb, g, centering, dx + o1);
-        store_projected<G>(gc, g, centering, dx + o2);
-      }
-      const A g_s = -A(0.5) * r3 * grad_r;
-      for (int64_t i = 0; i < g; ++i) ga[i] += 2 * inv_g * g_s * a[i];
-      store_projected<G>(ga, g, centering, dx + start);
-    }
-  }
+#endif
+      },
+      [&](int64_t start) {
+        backward_block<G, double>(ScalarIO<T>{g}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
+      });
 }
 
 template <typename Fn>
