@@ -257,7 +257,10 @@ INSTANTIATE_TEST_SUITE_P(Networks, PinnDerivatives,
                          ::testing::Values(NetCase{"pln", "none", 1}, NetCase{"pls", "none", 1},
                                            NetCase{"ln", "none", 1}, NetCase{"none", "tanh", 1},
                                            NetCase{"none", "sigmoid", 1}, NetCase{"none", "sat", 1},
-                                           NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}));
+                                           NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}),
+                         [](const ::testing::TestParamInfo<NetCase>& info) {
+                           return info.param.norm + "_" + info.param.act + "_" + std::to_string(info.param.dim) + "d";
+                         });
 
 TEST(PinnNetwork, RejectsBadShapes) {
   pinn::NetSpec spec;

@@ -47,7 +47,12 @@ INSTANTIATE_TEST_SUITE_P(Groups, JetMatchesFiniteDifferences,
                          ::testing::Values(JetCase{8, 4, 1, true}, JetCase{8, 4, 2, false},
                                            JetCase{16, 8, 1, true}, JetCase{32, 16, 2, true},
                                            JetCase{12, 3, 1, true}, JetCase{12, 12, 2, true},
-                                           JetCase{6, 2, 1, false}, JetCase{4, 1, 1, false}));
+                                           JetCase{6, 2, 1, false}, JetCase{4, 1, 1, false}),
+                         [](const ::testing::TestParamInfo<JetCase>& info) {
+                           const auto& c = info.param;
+                           return "C" + std::to_string(c.channels) + "_g" + std::to_string(c.group) + "_D" +
+                                  std::to_string(c.directions) + (c.centering ? "_PLN" : "_PLS");
+                         });
 
 TEST(Jet, FusedMatchesCompositeForwardAndBackward) {
   for (auto dtype : {torch::kDouble, torch::kFloat}) {
