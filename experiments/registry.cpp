@@ -1,6 +1,7 @@
 // The experiment families the command line knows.
 
 #include "common/experiment.h"
+#include "fourier/fourier.h"
 #include "pinn/pinn.h"
 
 #include <fmt/format.h>
@@ -11,7 +12,7 @@
 namespace pln::exp {
 
 const std::vector<Experiment>& experiments() {
-  static const std::vector<Experiment> all = {pinn_experiment()};
+  static const std::vector<Experiment> all = {pinn_experiment(), fourier_experiment()};
   return all;
 }
 

@@ -27,6 +27,8 @@ std::vector<Case> cases() {
   out.push_back({Layout::kNC, 64, 8, {5, 64}});
   out.push_back({Layout::kNHWC, 36, 4, {2, 3, 2, 36}});  // nine groups of 4: the double path and a tail
   out.push_back({Layout::kNC, 136, 8, {3, 136}});  // 17 groups: one block of 8 twice, one left
+  out.push_back({Layout::kNC, 136, 4, {3, 136}});  // 34 groups of 4: float quads of 8 groups and a tail
+  out.push_back({Layout::kNTC, 64, 4, {2, 3, 64}});
   out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
   out.push_back({Layout::kNC, 96, 32, {4, 96}});
   out.push_back({Layout::kNC, 256, 32, {3, 256}});  // eight groups of 32

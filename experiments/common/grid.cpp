@@ -46,6 +46,18 @@ void add_column(CsvTable& table, std::set<std::string>& seen, const std::string&
 
 }  // namespace
 
+GridAxis number_axis(const std::string& key, const std::vector<double>& values) {
+  GridAxis axis{key, {}};
+  for (double v : values) axis.values.push_back({fmt::format("{}", v), Config{{key, v}}});
+  return axis;
+}
+
+GridAxis integer_axis(const std::string& key, const std::vector<int64_t>& values) {
+  GridAxis axis{key, {}};
+  for (int64_t v : values) axis.values.push_back({std::to_string(v), Config{{key, v}}});
+  return axis;
+}
+
 std::vector<GridCell> expand_grid(const GridSpec& spec) {
   size_t total = 1;
   for (const auto& axis : spec.axes) {

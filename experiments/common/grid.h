@@ -21,6 +21,10 @@ struct GridCell {
   std::vector<std::string> sets;                 ///< key=value overrides, in order
 };
 
+/// An axis setting one numeric key, labelled by its values.
+GridAxis number_axis(const std::string& key, const std::vector<double>& values);
+GridAxis integer_axis(const std::string& key, const std::vector<int64_t>& values);
+
 /// Cells in a fixed order: the last axis varies fastest.
 std::vector<GridCell> expand_grid(const GridSpec& spec);
 

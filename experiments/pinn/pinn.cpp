@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/csv.h"
+#include "common/grid.h"
 #include "common/progress.h"
 #include "common/schedule.h"
 #include "pinn/network.h"
@@ -245,34 +246,22 @@ GridAxis models() {
            {"ReLU", model("none", 4, "relu")}}};
 }
 
-GridAxis numbers(const std::string& key, const std::vector<double>& values) {
-  GridAxis axis{key, {}};
-  for (double v : values) axis.values.push_back({fmt::format("{}", v), Config{{key, v}}});
-  return axis;
-}
-
-GridAxis integers(const std::string& key, const std::vector<int64_t>& values) {
-  GridAxis axis{key, {}};
-  for (int64_t v : values) axis.values.push_back({std::to_string(v), Config{{key, v}}});
-  return axis;
-}
-
 std::map<std::string, GridSpec> grids() {
   std::map<std::string, GridSpec> g;
   g["smoke"] = {"LN-Net vs PLN(4)-Net, tiny, for tests", "smoke", Config::object(),
                 {{"model", {{"LN", model("ln", 4, "none")}, {"PLN(4)", model("pln", 4, "none")}}},
-                 integers("seed", {0})}};
+                 integer_axis("seed", {0})}};
   g["cpu"] = {"the PINN table on 2 cores: 5 models x widths 128, 256, one lr and seed", "cpu",
               Config{{"iters", 4000}, {"n_interior", 500}, {"ntk_every", 1000}, {"eval_every", 250}},
-              {models(), integers("width", {128, 256}), numbers("lr", {1e-3}), integers("seed", {0})}};
+              {models(), integer_axis("width", {128, 256}), number_axis("lr", {1e-3}), integer_axis("seed", {0})}};
   g["table"] = {"the paper's PINN table: 5 models x widths 128, 256 x 4 learning rates x 3 seeds",
                 "paper", Config::object(),
-                {models(), integers("width", {128, 256}), numbers("lr", {1e-4, 3e-4, 1e-3, 3e-3}),
-                 integers("seed", {0, 1, 2})}};
+                {models(), integer_axis("width", {128, 256}), number_axis("lr", {1e-4, 3e-4, 1e-3, 3e-3}),
+                 integer_axis("seed", {0, 1, 2})}};
   g["table2d"] = {"the 2-D Helmholtz problem: 5 models x widths 128, 256 x 3 learning rates x 3 seeds",
                   "paper", Config{{"problem", "helmholtz2d"}, {"n_boundary", 400}},
-                  {models(), integers("width", {128, 256}), numbers("lr", {3e-4, 1e-3, 3e-3}),
-                   integers("seed", {0, 1, 2})}};
+                  {models(), integer_axis("width", {128, 256}), number_axis("lr", {3e-4, 1e-3, 3e-3}),
+                   integer_axis("seed", {0, 1, 2})}};
   return g;
 }
 

@@ -210,6 +210,99 @@ struct Lanes<double> {
   }
 };
 
+// Float groups of 4 features are half a register, so eight of them (32
+// floats) are transposed into four registers holding feature j of every
+// group (lane l holds group 0, 2, 4, 6, 1, 3, 5, 7 for l = 0..7); per-group
+// sums are then vertical adds.
+struct Quads {
+  // Permutations from lane order to group order and back.
+  static __m256i to_groups() { return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); }
+  static __m256i to_lanes() { return _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7); }
+  static void load(const float* p, __m256 e[4]) {
+    const __m256 r0 = _mm256_loadu_ps(p), r1 = _mm256_loadu_ps(p + 8), r2 = _mm256_loadu_ps(p + 16),
+                 r3 = _mm256_loadu_ps(p + 24);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    e[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+    e[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+    e[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+    e[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+  }
+  static void transpose_back(const __m256 e[4], __m256 r[4]) {
+    const __m256 t0 = _mm256_shuffle_ps(e[0], e[1], 0x44), t2 = _mm256_shuffle_ps(e[0], e[1], 0xEE);
+    const __m256 t1 = _mm256_shuffle_ps(e[2], e[3], 0x44), t3 = _mm256_shuffle_ps(e[2], e[3], 0xEE);
+    r[0] = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0));
+    r[1] = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+    r[2] = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(2, 0, 2, 0));
+    r[3] = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  static void store(const __m256 e[4], float* p) {
+    __m256 r[4];
+    transpose_back(e, r);
+    for (int i = 0; i < 4; ++i) _mm256_storeu_ps(p + 8 * i, r[i]);
+  }
+  static void add_to(const __m256 e[4], float* p) {
+    __m256 r[4];
+    transpose_back(e, r);
+    for (int i = 0; i < 4; ++i) _mm256_storeu_ps(p + 8 * i, _mm256_add_ps(_mm256_loadu_ps(p + 8 * i), r[i]));
+  }
+};
+
+// Eight consecutive groups of 4 float features.
+template <bool kCenter>
+inline void forward_quads_avx2(const float* x, float* y, const float* w, const float* b, float* mean,
+                               float* rstd, float eps) {
+  __m256 e[4], we[4], be[4];
+  Quads::load(x, e);
+  Quads::load(w, we);
+  Quads::load(b, be);
+  const __m256 quarter = _mm256_set1_ps(0.25f);
+  __m256 m = _mm256_setzero_ps();
+  if (kCenter) m = _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3])), quarter);
+  __m256 v = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    e[i] = _mm256_sub_ps(e[i], m);
+    v = _mm256_fmadd_ps(e[i], e[i], v);
+  }
+  const __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f),
+                                 _mm256_sqrt_ps(_mm256_fmadd_ps(v, quarter, _mm256_set1_ps(eps))));
+  for (int i = 0; i < 4; ++i) e[i] = _mm256_fmadd_ps(e[i], _mm256_mul_ps(r, we[i]), be[i]);
+  Quads::store(e, y);
+  _mm256_storeu_ps(mean, _mm256_permutevar8x32_ps(m, Quads::to_groups()));
+  _mm256_storeu_ps(rstd, _mm256_permutevar8x32_ps(r, Quads::to_groups()));
+}
+
+template <bool kCenter>
+inline void backward_quads_avx2(const float* dy, const float* x, const float* mean, const float* rstd,
+                                const float* w, float* dx, float* dw, float* db) {
+  __m256 xe[4], dye[4], we[4];
+  Quads::load(x, xe);
+  Quads::load(dy, dye);
+  Quads::load(w, we);
+  const __m256 m = _mm256_permutevar8x32_ps(_mm256_loadu_ps(mean), Quads::to_lanes());
+  const __m256 r = _mm256_permutevar8x32_ps(_mm256_loadu_ps(rstd), Quads::to_lanes());
+  __m256 yv[4], gy[4];
+  __m256 a = _mm256_setzero_ps(), c = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    yv[i] = _mm256_mul_ps(_mm256_sub_ps(xe[i], m), r);
+    gy[i] = _mm256_mul_ps(dye[i], we[i]);
+    a = _mm256_add_ps(a, gy[i]);
+    c = _mm256_fmadd_ps(gy[i], yv[i], c);
+  }
+  if (dw) {
+    __m256 pw[4];
+    for (int i = 0; i < 4; ++i) pw[i] = _mm256_mul_ps(dye[i], yv[i]);
+    Quads::add_to(pw, dw);
+    Quads::add_to(dye, db);
+  }
+  if (!dx) return;
+  const __m256 quarter = _mm256_set1_ps(0.25f);
+  a = kCenter ? _mm256_mul_ps(a, quarter) : _mm256_setzero_ps();
+  c = _mm256_mul_ps(c, quarter);
+  for (int i = 0; i < 4; ++i) gy[i] = _mm256_mul_ps(r, _mm256_fnmadd_ps(yv[i], c, _mm256_sub_ps(gy[i], a)));
+  Quads::store(gy, dx);
+}
+
 // kLanes consecutive groups of G = kLanes * V contiguous features (kV = 0: V at
 // run time). Shifted one-pass statistics (shift: the group's first value,
 // broadcast from memory), one transpose-sum per statistic; the output pass
@@ -284,6 +377,13 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
                  T* rstd, T eps) {
   int64_t k = 0;
 #if PLN_HAVE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (G == 4) {
+      for (; k + 8 <= NG; k += 8) {
+        forward_quads_avx2<kCenter>(x + 4 * k, y + 4 * k, w + 4 * k, b + 4 * k, mean + k, rstd + k, eps);
+      }
+    }
+  }
   constexpr int kL = Lanes<T>::kLanes;
   if (G % kL == 0) {
     const int64_t V = G / kL;
@@ -483,6 +583,15 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
                   const T* w, T* dx, T* dw, T* db) {
   int64_t k = 0;
 #if PLN_HAVE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (G == 4) {
+      for (; k + 8 <= NG; k += 8) {
+        backward_quads_avx2<kCenter>(dy + 4 * k, x + 4 * k, mean + k, rstd + k, w + 4 * k,
+                                     dx ? dx + 4 * k : nullptr, dw ? dw + 4 * k : nullptr,
+                                     db ? db + 4 * k : nullptr);
+      }
+    }
+  }
   constexpr int kL = Lanes<T>::kLanes;
   if (G % kL == 0) {
     const int64_t V = G / kL;

@@ -1,0 +1,88 @@
+"""Fourier-fitting training throughput, side by side in one run: `pln fourier`
+against a plain PyTorch training step with the original module's composed
+PLN: Linear(1, 512) -> PLN(4) -> Linear(512, 1) on 1,024 points, float32,
+full-batch Adam on the MSE, one thread (OPENBLAS_NUM_THREADS too).
+
+    /usr/bin/python3 bench/bench_fourier.py [--width 512] [--points 1024] [--threads 1] [--quick]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cpp(pln, width, points, threads, steps, env):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [str(pln), "fourier", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
+               "layer=pln", "group=4", f"width={width}", f"n_train={points}", "K=8", f"steps={steps}",
+               "log_every=1000000"]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        return json.loads((Path(out) / "summary.json").read_text())["iters_per_s"]
+
+
+def run_python(width, points, threads, steps):
+    """One process per side keeps the comparison honest; this is the plain script's loop."""
+    code = f"""
+import ctypes, sys, time, math, torch
+sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
+from original import OriginalParallelLN
+libc = ctypes.CDLL("libc.so.6")  # as `pln`: freed blocks stay in the heap (no page-fault churn)
+libc.mallopt(-3, 1 << 30)
+libc.mallopt(-1, 1 << 30)
+torch.set_num_threads({threads})
+torch.manual_seed(0)
+x = torch.linspace(-1, 1, {points}).unsqueeze(1)
+y = torch.sin(math.pi * 3 * x)
+net = torch.nn.Sequential(torch.nn.Linear(1, {width}), OriginalParallelLN({width}, 4, dim=2),
+                          torch.nn.Linear({width}, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+def step():
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.mse_loss(net(x), y)
+    loss.backward()
+    opt.step()
+for _ in range(10):
+    step()
+t0 = time.perf_counter()
+for _ in range({steps}):
+    step()
+print({steps} / (time.perf_counter() - t0))
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser.add_argument("--width", type=int, default=512)
+    parser.add_argument("--points", type=int, default=1024)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
+    parser.add_argument("--quick", action="store_true", help="few steps (a test)")
+    args = parser.parse_args()
+    if not Path(args.pln).exists():
+        sys.exit(f"bench_fourier: {args.pln} not found; build it with `make` or pass --pln")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    steps = 20 if args.quick else 2000
+    repeats = 1 if args.quick else args.repeats
+    cpp = py = 0.0
+    for _ in range(repeats):
+        cpp = max(cpp, run_cpp(args.pln, args.width, args.points, args.threads, steps, env))
+        py = max(py, run_python(args.width, args.points, args.threads, steps // 2))
+    print(f"Fourier fitting step, PLN(4)-Net width {args.width}, {args.points} points, float32, Adam, "
+          f"{args.threads} thread(s), best of {repeats} runs per side")
+    print(f"{'pln steps/s':>12} {'PyTorch steps/s':>16} {'ratio':>7}")
+    print(f"{cpp:>12.1f} {py:>16.1f} {cpp / py:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+#include "fourier/fourier.h"
+
+#include "common/atomic_file.h"
+#include "common/csv.h"
+#include "common/grid.h"
+#include "common/progress.h"
+#include "common/schedule.h"
+#include "fourier/target.h"
+
+#include <fmt/format.h>
+#include <pln/pln.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace pln::exp {
+
+namespace fourier {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kLayers = {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat"};
+
+Config defaults() {
+  return {{"layer", "pln"}, {"group", 4}, {"affine", true}, {"width", 256}, {"depth", 1},
+          {"K", 8}, {"n_train", 0}, {"target_seed", 0}, {"lr", 3e-3}, {"schedule", "cosine"},
+          {"warmup", 100}, {"lr_floor", 0.01}, {"steps", 3000}, {"seed", 0},
+          {"dtype", "float32"}, {"log_every", 1}};
+}
+
+Config preset(const std::string& name) {
+  Config c = defaults();
+  if (name == "smoke") {
+    c.update(Config{{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}});
+  } else if (name == "paper") {
+    c.update(Config{{"steps", 10000}, {"warmup", 500}});
+  }
+  return c;
+}
+
+struct Setup {
+  int64_t width, depth, group, K, n_train;
+  std::string layer;
+  torch::Dtype dtype;
+};
+
+Setup setup_from(const Config& c) {
+  require_one_of(c, "layer", kLayers, "fourier");
+  require_one_of(c, "dtype", {"float32", "float64"}, "fourier");
+  Setup s{get_int(c, "width"), get_int(c, "depth"), get_int(c, "group"), get_int(c, "K"),
+          get_int(c, "n_train"), get_string(c, "layer"),
+          get_string(c, "dtype") == "float64" ? torch::kFloat64 : torch::kFloat32};
+  const auto at_least = [](const char* key, int64_t value, int64_t low) {
+    if (value < low) throw std::invalid_argument(fmt::format("fourier: {} must be >= {}, got {}", key, low, value));
+  };
+  at_least("width", s.width, 1);
+  at_least("depth", s.depth, 1);
+  at_least("K", s.K, 1);
+  at_least("steps", get_int(c, "steps"), 1);
+  at_least("log_every", get_int(c, "log_every"), 1);
+  if ((s.layer == "pln" || s.layer == "pls") && (s.group < 1 || s.width % s.group != 0)) {
+    throw std::invalid_argument(fmt::format("fourier: width ({}) must be a positive multiple of group ({})",
+                                            s.width, s.group));
+  }
+  if (s.n_train == 0) s.n_train = 10 * s.K;  // ten points per mode
+  if (s.n_train < 2 * s.K + 1) {
+    throw std::invalid_argument(fmt::format(
+        "fourier: n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)",
+        s.n_train, s.K, 2 * s.K + 1));
+  }
+  return s;
+}
+
+torch::nn::AnyModule layer_module(const Setup& s, bool affine) {
+  if (s.layer == "pln" || s.layer == "pls" || s.layer == "ln") {
+    const int64_t g = s.layer == "ln" ? s.width : s.group;
+    return torch::nn::AnyModule(pln::ParallelLN(
+        pln::ParallelLNOptions(s.width, g).dim(2).affine(affine).centering(s.layer != "pls")));
+  }
+  if (s.layer == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
+  if (s.layer == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
+  if (s.layer == "sigmoid") return torch::nn::AnyModule(torch::nn::Sigmoid());
+  if (s.layer == "gelu") return torch::nn::AnyModule(torch::nn::GELU());
+  return torch::nn::AnyModule(torch::nn::Functional([](torch::Tensor x) { return x * torch::rsqrt(1 + x * x); }));
+}
+
+void write_fit(torch::nn::Sequential& net, const FourierTarget& target, const torch::Tensor& x,
+               const std::filesystem::path& path) {
+  torch::NoGradGuard no_grad;
+  const auto pred = net->forward(x).reshape(-1).to(torch::kFloat64).contiguous();
+  const auto xs = x.reshape(-1).to(torch::kFloat64).contiguous();
+  const auto f = target(xs).contiguous();
+  CsvTable table;
+  table.header = {"x", "prediction", "target"};
+  for (int64_t i = 0; i < xs.size(0); ++i) {
+    table.rows.push_back({number_text(xs[i].item<double>()), number_text(pred[i].item<double>()),
+                          number_text(f[i].item<double>())});
+  }
+  write_file_atomic(path, to_csv(table));
+}
+
+Config run(const Config& c, const RunContext& ctx) {
+  const Setup s = setup_from(c);
+  const auto start = Clock::now();
+  const auto target = make_target(s.K, static_cast<uint64_t>(get_int(c, "target_seed")));
+  const auto x = training_points(s.n_train, s.dtype);
+  const auto y = target(x).unsqueeze(1);
+  const auto x_test = test_points(s.n_train, s.dtype);
+  const auto y_test = target(x_test);
+
+  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  auto net = make_network(c);
+  int64_t n_params = 0;
+  for (const auto& p : net->parameters()) n_params += p.numel();
+  fmt::print("target: {} modes, unit RMS; {} training points, {} test points\nnetwork ({} parameters):\n{}\n",
+             s.K, s.n_train, x_test.size(0), n_params, c10::str(*net));
+
+  const int64_t steps = get_int(c, "steps"), log_every = get_int(c, "log_every");
+  const auto schedule = schedule_from_config(c, steps);
+  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
+  StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
+  Progress progress("fourier", steps);
+  double loss_value = NAN, train_seconds = 0;
+  int64_t done = 0, diverged_at = -1;
+  for (int64_t step = 0; step < steps; ++step) {
+    const auto t0 = Clock::now();
+    const double lr = schedule.at(step);
+    set_learning_rate(optimizer, lr);
+    optimizer.zero_grad();
+    const auto loss = torch::mse_loss(net->forward(x), y);
+    const double value = loss.item<double>();
+    if (!std::isfinite(value)) {
+      diverged_at = step;
+      fmt::print("fourier: loss is {} at step {}; training stops there\n", value, step);
+      break;
+    }
+    loss.backward();
+    optimizer.step();
+    train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    loss_value = value;
+    done = step + 1;
+    if (done % log_every == 0 || done == steps) log.add({double(done), value, lr});
+    progress.update(done, fmt::format("loss {:.3e}", value));
+  }
+  progress.finish(fmt::format("loss {:.3e}", loss_value));
+  log.flush();
+
+  torch::NoGradGuard no_grad;
+  const auto err = net->forward(x_test).reshape(-1).to(torch::kFloat64) - y_test.to(torch::kFloat64);
+  const double rel_l2 = (err.norm() / y_test.to(torch::kFloat64).norm()).item<double>();
+  const double max_err = err.abs().max().item<double>();
+  write_fit(net, target, x_test, ctx.out / "fit.csv");
+  return {{"rel_l2", rel_l2}, {"max_err", max_err}, {"final_loss", loss_value}, {"steps", done},
+          {"diverged_at", diverged_at}, {"n_train", s.n_train}, {"n_params", n_params},
+          {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
+          {"iters_per_s", train_seconds > 0 ? double(done) / train_seconds : 0.0}};
+}
+
+GridAxis models(const std::vector<std::pair<std::string, int64_t>>& which) {
+  GridAxis axis{"model", {}};
+  for (const auto& [layer, group] : which) {
+    std::string label = layer == "pln" ? fmt::format("PLN({})", group)
+                        : layer == "pls" ? fmt::format("PLS({})", group)
+                        : layer == "ln"  ? "LN"
+                        : layer == "relu" ? "ReLU"
+                        : layer == "tanh" ? "Tanh"
+                                          : layer;
+    axis.values.push_back({label, Config{{"layer", layer}, {"group", group}}});
+  }
+  return axis;
+}
+
+std::map<std::string, GridSpec> grids() {
+  const std::vector<std::pair<std::string, int64_t>> paper_models = {
+      {"pln", 4}, {"pln", 8}, {"pls", 8}, {"ln", 4}, {"relu", 4}, {"tanh", 4}};
+  std::map<std::string, GridSpec> g;
+  g["smoke"] = {"LN-Net vs PLN(4)-Net on a K = 2 target, two widths", "smoke", Config::object(),
+                {models({{"ln", 4}, {"pln", 4}}), integer_axis("width", {16, 32})}};
+  g["cpu"] = {"6 layer kinds x widths 64-512 x K 4, 16 x lr 3e-3, 1e-2 x 3 seeds (288 cells, 2000 steps)",
+              "cpu", Config{{"steps", 2000}},
+              {models(paper_models), integer_axis("width", {64, 128, 256, 512}), integer_axis("K", {4, 16}),
+               number_axis("lr", {3e-3, 1e-2}), integer_axis("seed", {0, 1, 2})}};
+  g["paper"] = {"the paper's grid: 6 layer kinds x 4 widths x K 4-32 x 3 learning rates x 5 seeds (1,440 cells)",
+                "paper", Config::object(),
+                {models(paper_models), integer_axis("width", {64, 128, 256, 512}),
+                 integer_axis("K", {4, 8, 16, 32}), number_axis("lr", {1e-3, 3e-3, 1e-2}),
+                 integer_axis("seed", {0, 1, 2, 3, 4})}};
+  return g;
+}
+
+}  // namespace
+
+torch::nn::Sequential make_network(const Config& c) {
+  const Setup s = setup_from(c);
+  const bool affine = get_bool(c, "affine");
+  torch::nn::Sequential net;
+  for (int64_t d = 0; d < s.depth; ++d) {
+    net->push_back(torch::nn::Linear(d == 0 ? 1 : s.width, s.width));
+    net->push_back(layer_module(s, affine));
+  }
+  net->push_back(torch::nn::Linear(s.width, 1));
+  net->to(s.dtype);
+  return net;
+}
+
+}  // namespace fourier
+
+Experiment fourier_experiment() {
+  Experiment e;
+  e.name = "fourier";
+  e.description = "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks";
+  e.presets = {"smoke", "cpu", "paper"};
+  e.preset = fourier::preset;
+  e.grids = fourier::grids();
+  e.run = fourier::run;
+  e.metrics = {"rel_l2", "max_err", "final_loss", "seconds"};
+  e.plot_grid = fourier::plot_grid;
+  e.plot_run = fourier::plot_run;
+  return e;
+}
+
+}  // namespace pln::exp

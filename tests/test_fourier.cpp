@@ -1,0 +1,130 @@
+// The Fourier-fitting experiment: target generator, point sets, network,
+// errors, a smoke run (PLN-Net far below LN-Net), and plotting old records.
+
+#include <gtest/gtest.h>
+
+#include <common/csv.h>
+#include <common/experiment.h>
+#include <common/run.h>
+#include <fourier/fourier.h>
+#include <fourier/target.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("pln-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(FourierTarget, UnitRmsEveryModePresentAndSeeded) {
+  for (int64_t K : {1, 4, 32}) {
+    const auto t = fourier::make_target(K, 7);
+    ASSERT_EQ(t.modes(), K);
+    EXPECT_NEAR(t.rms(), 1.0, 1e-12);
+    // Numerically: mean of f^2 over one period, and each mode's coefficients by projection.
+    const int64_t n = 20000;
+    const auto x = -1 + 2 * torch::arange(n, torch::kDouble) / double(n);
+    const auto f = t(x);
+    EXPECT_NEAR(f.square().mean().item<double>(), 1.0, 1e-9);
+    for (int64_t k = 1; k <= K; ++k) {
+      const double a = 2 * (f * torch::cos(M_PI * double(k) * x)).mean().item<double>();
+      const double b = 2 * (f * torch::sin(M_PI * double(k) * x)).mean().item<double>();
+      EXPECT_NEAR(a, t.a[k - 1], 1e-9);
+      EXPECT_NEAR(b, t.b[k - 1], 1e-9);
+      EXPECT_GT(std::hypot(a, b), 1e-3) << "mode " << k << " is missing";
+    }
+  }
+  EXPECT_EQ(fourier::make_target(8, 3).a, fourier::make_target(8, 3).a);
+  EXPECT_NE(fourier::make_target(8, 3).a, fourier::make_target(8, 4).a);
+  EXPECT_NE(error_of([] { fourier::make_target(0, 1); }).find("K must be >= 1, got 0"), std::string::npos);
+}
+
+TEST(FourierTarget, TestGridIsTenTimesDenserAndSharesNoPoint) {
+  for (int64_t n : {5, 80, 321}) {
+    const auto train = fourier::training_points(n, torch::kDouble).reshape(-1);
+    const auto test = fourier::test_points(n, torch::kDouble).reshape(-1);
+    EXPECT_EQ(test.size(0), 10 * (n - 1));
+    EXPECT_DOUBLE_EQ(train[0].item<double>(), -1.0);
+    const auto gaps = (test.unsqueeze(1) - train.unsqueeze(0)).abs().min().item<double>();
+    EXPECT_GT(gaps, 0.5 * 2.0 / double(10 * (n - 1)) - 1e-12);
+  }
+}
+
+Config fourier_config(std::vector<std::string> sets) {
+  return resolve_config(find_experiment("fourier"), "smoke", sets);
+}
+
+TEST(FourierNetwork, ShallowAndDeepStructure) {
+  auto shallow = fourier::make_network(fourier_config({"width=8", "layer=pln", "group=4"}));
+  EXPECT_EQ(shallow->size(), 3u);
+  auto deep = fourier::make_network(fourier_config({"width=8", "depth=3", "layer=tanh"}));
+  EXPECT_EQ(deep->size(), 7u);  // 3 x [Linear, layer] + Linear
+  int64_t params = 0;
+  for (const auto& p : deep->parameters()) params += p.numel();
+  EXPECT_EQ(params, (1 * 8 + 8) + 2 * (8 * 8 + 8) + (8 + 1));
+}
+
+TEST(FourierNetwork, BadConfigurationsNameTheProblem) {
+  EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"width=10", "group=4"})); })
+                .find("width (10) must be a positive multiple of group (4)"), std::string::npos);
+  EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"layer=swish"})); })
+                .find("layer must be one of pln|pls|ln|relu|tanh|sigmoid|gelu|sat, got 'swish'"), std::string::npos);
+  EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"K=8", "n_train=10"})); })
+                .find("n_train (10) cannot resolve K = 8 modes"), std::string::npos);
+}
+
+TEST(FourierRun, SmokePlnNetFarBelowLnNet) {
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("fourier-smoke");
+  double error[2];
+  const char* layers[2] = {"layer=ln", "layer=pln"};
+  for (int i = 0; i < 2; ++i) {
+    RunRequest request;
+    request.preset = "smoke";
+    request.sets = {layers[i], "K=2"};
+    request.out = dir / std::to_string(i);
+    request.threads = 2;
+    error[i] = run_experiment(e, request)["rel_l2"].get<double>();
+    EXPECT_TRUE(fs::exists(request.out / "fit.csv"));
+  }
+  EXPECT_LT(error[1], 0.25 * error[0]) << "PLN-Net " << error[1] << " vs LN-Net " << error[0];
+  fs::remove_all(dir);
+}
+
+TEST(FourierPlot, ReadsRecordsOfAnEarlierVersion) {
+  // An older records.csv: no "model" column, fewer metrics, no fit files.
+  const auto dir = fresh_dir("fourier-old");
+  std::ofstream(dir / "records.csv") << "cell,layer,group,width,K,lr,seed,rel_l2\n"
+                                        "a,pln,4,64,4,0.003,0,0.2\nb,pln,4,128,4,0.003,0,0.05\n"
+                                        "c,ln,4,64,4,0.003,0,0.7\nd,ln,4,128,4,0.003,0,0.7\n";
+  fourier::plot_grid(dir, read_csv(dir / "records.csv"));
+  EXPECT_TRUE(fs::exists(dir / "error_vs_width.png"));
+  EXPECT_TRUE(fs::exists(dir / "error_vs_width.svg"));
+  const auto slopes = read_csv(dir / "slopes.csv");
+  ASSERT_EQ(slopes.rows.size(), 2u);
+  EXPECT_EQ(slopes.rows[0][0], "PLN(4)");
+  EXPECT_EQ(slopes.rows[0][1], "2.00");  // 0.2 -> 0.05 over a doubling of width
+  EXPECT_EQ(slopes.rows[1][1], "0.00");  // the LN-Net does not improve
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pln::exp
