@@ -117,7 +117,8 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
   fs::create_directories(data_dir);
   std::string body = "set datafile separator ','\nset grid\nset logscale xy\nset format y '10^{%L}'\n"
                      "set xlabel 'width'\nset ylabel 'relative L2 error (test)'\nset key outside bottom center horizontal\n";
-  body += fmt::format("set multiplot layout 1,{}\n", Ks.size());
+  body += fmt::format("set xrange [{}:{}]\nset multiplot layout 1,{}\n", 0.8 * double(widths.front()),
+                      1.25 * double(widths.back()), Ks.size());
   for (const auto K : Ks) {
     body += fmt::format("set title 'K = {}'\nplot ", K);
     bool first = true;
