@@ -30,12 +30,12 @@ def run_cpp(pln, width, points, threads, steps, env):
 def run_python(width, points, threads, steps):
     """One process per side keeps the comparison honest; this is the plain script's loop."""
     code = f"""
-import ctypes, sys, time, math, torch
+import sys, time, math, torch
 sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
+sys.path.insert(0, {str(ROOT / 'bench')!r})
 from original import OriginalParallelLN
-libc = ctypes.CDLL("libc.so.6")  # as `pln`: freed blocks stay in the heap (no page-fault churn)
-libc.mallopt(-3, 1 << 30)
-libc.mallopt(-1, 1 << 30)
+from bench_common import keep_freed_memory
+keep_freed_memory()
 torch.set_num_threads({threads})
 torch.manual_seed(0)
 x = torch.linspace(-1, 1, {points}).unsqueeze(1)

@@ -6,12 +6,13 @@ three shapes of the C++ benchmark, forward and forward+backward, min of N.
 """
 
 import argparse
-import ctypes
 import sys
 import time
 from pathlib import Path
 
 import torch
+
+from bench_common import keep_freed_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python" / "tests"))
 import pln  # noqa: E402
@@ -27,18 +28,6 @@ QUICK = [
     ("tokens [16,65,384] g=8", (16, 65, 384), 384, 8, 3),
     ("NCHW   [8,64,32,32] g=16", (8, 64, 32, 32), 64, 16, 4),
 ]
-
-
-def keep_freed_memory():
-    # As in bench/pln_bench: no mmap/trim churn, so page faults of fresh
-    # allocations do not swamp the composed reference's arithmetic.
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-        return "glibc malloc, no mmap/trim of freed blocks"
-    except (OSError, AttributeError):
-        return "system allocator"
 
 
 def min_ms(fn, reps, budget_ms):

@@ -7,7 +7,6 @@ ParallelLN, Adam; times the training iterations after a few untimed ones.
 """
 
 import argparse
-import ctypes
 import json
 import math
 import sys
@@ -17,22 +16,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from bench_common import keep_freed_memory
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python" / "tests"))
 from original import OriginalParallelLN  # noqa: E402
 
 PI = math.pi
-
-
-def keep_freed_memory():
-    # As in bench/bench_python.py: no mmap/trim churn, so page faults of fresh
-    # allocations do not distort the timings.
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-        return "glibc malloc, no mmap/trim of freed blocks"
-    except (OSError, AttributeError):
-        return "system allocator"
 
 
 def make_net(width, depth, norm, group, act):

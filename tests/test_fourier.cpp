@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "experiment_helpers.h"
+
 #include <common/csv.h>
 #include <common/experiment.h>
 #include <common/run.h>
@@ -17,22 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("pln-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using test::error_of;
+using test::fresh_dir;
 
 TEST(FourierTarget, UnitRmsEveryModePresentAndSeeded) {
   for (int64_t K : {1, 4, 32}) {

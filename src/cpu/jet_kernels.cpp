@@ -24,16 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define PLN_HAVE_AVX2 1
-#else
-#define PLN_HAVE_AVX2 0
-#endif
-
-#ifndef PLN_CPU_NS
-#error "PLN_CPU_NS must name the capability namespace"
-#endif
+#include "cpu/capability.h"
 
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
