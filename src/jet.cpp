@@ -55,7 +55,7 @@ class JetFunction : public torch::autograd::Function<JetFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& jet,
                                int64_t num_per_group, double eps, bool centering) {
-    const auto x = jet.contiguous();
+    const auto& x = jet;  // contiguous: see parallel_ln_jet
     auto y = at::empty_like(x);
     const auto options = ParallelLNOptions(x.size(-1), num_per_group).eps(eps).centering(centering);
     const auto g = geometry_of(x, options);
@@ -136,7 +136,8 @@ torch::Tensor parallel_ln_jet(const torch::Tensor& jet, const ParallelLNOptions&
   if (!jet.device().is_cpu() || (type != at::kFloat && type != at::kDouble)) {
     return detail::parallel_ln_jet_composite(jet, options, weight, bias);
   }
-  const auto y = JetFunction::apply(jet, options.num_per_group(), options.eps(), options.centering());
+  // Made contiguous here, in the graph, so the saved input stays differentiable for double backward.
+  const auto y = JetFunction::apply(jet.contiguous(), options.num_per_group(), options.eps(), options.centering());
   return apply_affine(y, weight, bias);
 }
 

@@ -184,6 +184,10 @@ TEST(Schema, FlagsMissingMetricsAndRowCounts) {
   for (const auto& p : problems) all += p + "\n";
   EXPECT_NE(all.find("1 rows, the grid has 2 cells"), std::string::npos) << all;
   EXPECT_NE(all.find("cell '0_model=LN': rel_l2 is '', not a finite number"), std::string::npos) << all;
+  std::ofstream(dir / "grid.json") << R"({"experiment":"pinn","axes":["model"]})";
+  const auto malformed = check_results(dir);
+  ASSERT_EQ(malformed.size(), 1u);
+  EXPECT_NE(malformed[0].find("grid.json: malformed"), std::string::npos) << malformed[0];
   fs::remove_all(dir);
 }
 

@@ -11,6 +11,7 @@
 #include <fourier/fourier.h>
 #include <fourier/target.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +95,21 @@ TEST(FourierRun, SmokePlnNetFarBelowLnNet) {
     EXPECT_TRUE(fs::exists(request.out / "fit.csv"));
   }
   EXPECT_LT(error[1], 0.25 * error[0]) << "PLN-Net " << error[1] << " vs LN-Net " << error[0];
+  fs::remove_all(dir);
+}
+
+TEST(FourierRun, DivergenceReportsTheLastFiniteParameters) {
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("fourier-diverge");
+  RunRequest request;
+  request.preset = "smoke";
+  request.sets = {"lr=1e30", "warmup=0", "steps=50"};
+  request.out = dir;
+  request.threads = 1;
+  const auto summary = run_experiment(e, request);
+  EXPECT_GE(summary["diverged_at"].get<int64_t>(), 1);
+  EXPECT_TRUE(std::isfinite(summary["rel_l2"].get<double>()));
+  EXPECT_TRUE(std::isfinite(summary["final_loss"].get<double>()));
   fs::remove_all(dir);
 }
 

@@ -26,8 +26,9 @@ void add_grid_command(CLI::App& app) {
   cmd->add_option("experiment", args->experiment, "experiment family")->required();
   cmd->add_option("--preset", args->request.preset, "grid preset")->required();
   cmd->add_option("--out", args->request.out, "grid directory (one sub-directory per cell)")->required();
-  cmd->add_option("--jobs", args->request.jobs, "worker processes")->capture_default_str();
-  cmd->add_option("--threads", args->request.threads, "threads per worker (default: cores / jobs)");
+  cmd->add_option("--jobs", args->request.jobs, "worker processes")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->request.threads, "threads per worker (default: cores / jobs)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--emit", args->request.emit,
                   "print the pending cells' commands (commands) or write a Slurm job array (slurm) instead of running")
       ->check(CLI::IsMember({"commands", "slurm"}));

@@ -1,6 +1,7 @@
 #include "common/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,10 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) fail("cannot create a temporary file for", path);
+  // mkstemp makes the file private (0600); results get the usual mode under the umask.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {

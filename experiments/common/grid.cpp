@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -42,6 +45,21 @@ std::string cell_text(const nlohmann::ordered_json& value) {
 
 void add_column(CsvTable& table, std::set<std::string>& seen, const std::string& name) {
   if (seen.insert(name).second) table.header.push_back(name);
+}
+
+// A cell is done when its summary exists and its config.json records this
+// cell's preset and overrides; a cell run with other settings (the grid's
+// definition changed since) is not, and runs again.
+bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
+  const auto dir = out / cell.id;
+  if (!std::filesystem::exists(dir / "summary.json")) return false;
+  try {
+    const auto config = read_json(dir / "config.json");
+    return config.at("preset").get<std::string>() == spec.preset &&
+           config.at("set").get<std::vector<std::string>>() == cell.sets;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -115,7 +133,7 @@ CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cell
   std::vector<Done> done;
   for (const auto& cell : cells) {
     const auto dir = out / cell.id;
-    if (!std::filesystem::exists(dir / "summary.json")) continue;
+    if (!cell_done(spec, cell, out)) continue;
     Done d{&cell, read_json(dir / "config.json").at("config"), read_json(dir / "summary.json")};
     d.summary.erase("experiment");
     for (const auto& item : d.config.items()) add_column(table, seen, item.key());
@@ -150,39 +168,45 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   const int cores = resolve_threads(0);
   const int threads = request.threads > 0 ? request.threads : std::max(1, cores / request.jobs);
   const auto cells = expand_grid(spec);
+  // Absolute, so emitted commands work from any directory.
+  const auto out = std::filesystem::absolute(request.out).lexically_normal();
   // Every cell's configuration must resolve before anything runs.
   for (const auto& cell : cells) resolve_config(experiment, spec.preset, cell.sets);
 
-  std::filesystem::create_directories(request.out);
+  std::filesystem::create_directories(out);
   Config manifest = {{"experiment", experiment.name}, {"grid", request.preset},
                      {"description", spec.description}, {"run_preset", spec.preset},
                      {"n_cells", cells.size()}, {"axes", Config::array()}, {"cells", Config::array()}};
   for (const auto& axis : spec.axes) manifest["axes"].push_back(axis.name);
   for (const auto& cell : cells) manifest["cells"].push_back({{"id", cell.id}, {"set", cell.sets}});
-  write_file_atomic(request.out / "grid.json", manifest.dump(2) + "\n");
+  write_file_atomic(out / "grid.json", manifest.dump(2) + "\n");
 
   std::vector<const GridCell*> pending;
   for (const auto& cell : cells) {
-    if (!std::filesystem::exists(request.out / cell.id / "summary.json")) pending.push_back(&cell);
+    if (cell_done(spec, cell, out)) continue;
+    if (std::filesystem::exists(out / cell.id / "summary.json")) {
+      fmt::print("{}: finished with other settings than the grid's now; it runs again\n", cell.id);
+    }
+    pending.push_back(&cell);
   }
   const auto write_records = [&] {
-    const auto table = collect_records(spec, cells, request.out);
-    write_file_atomic(request.out / "records.csv", to_csv(table));
+    const auto table = collect_records(spec, cells, out);
+    write_file_atomic(out / "records.csv", to_csv(table));
     return table.rows.size();
   };
 
   if (request.emit == "commands") {
     for (const auto* cell : pending) {
-      fmt::print("{}\n", shell_command(cell_command(experiment, spec, *cell, request.out, threads)));
+      fmt::print("{}\n", shell_command(cell_command(experiment, spec, *cell, out, threads)));
     }
     return 0;
   }
   if (request.emit == "slurm") {
     std::string commands;
     for (const auto* cell : pending) {
-      commands += shell_command(cell_command(experiment, spec, *cell, request.out, threads)) + "\n";
+      commands += shell_command(cell_command(experiment, spec, *cell, out, threads)) + "\n";
     }
-    const auto list = std::filesystem::absolute(request.out / "commands.txt");
+    const auto list = std::filesystem::absolute(out / "commands.txt");
     write_file_atomic(list, commands);
     const std::string script = fmt::format(
         "#!/bin/bash\n"
@@ -193,29 +217,38 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
         "set -euo pipefail\n"
         "eval \"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\"\n",
         experiment.name, request.preset, pending.size(),
-        (std::filesystem::absolute(request.out) / "grid.slurm").string(), experiment.name,
-        request.preset, std::filesystem::absolute(request.out).string(), experiment.name,
+        (out / "grid.slurm").string(), experiment.name,
+        request.preset, out.string(), experiment.name,
         request.preset, std::max<size_t>(pending.size(), 1), threads,
-        std::filesystem::absolute(request.out).string(), shell_command({list.string()}));
-    write_file_atomic(request.out / "grid.slurm", script);
-    fmt::print("wrote {} and {} ({} pending cells)\n", (request.out / "grid.slurm").string(),
+        out.string(), shell_command({list.string()}));
+    write_file_atomic(out / "grid.slurm", script);
+    fmt::print("wrote {} and {} ({} pending cells)\n", (out / "grid.slurm").string(),
                list.string(), pending.size());
     return 0;
   }
 
   fmt::print("pln grid {} --preset {}: {} cells, {} done, {} to run; {} job(s) x {} thread(s); out {}\n",
              experiment.name, request.preset, cells.size(), cells.size() - pending.size(),
-             pending.size(), request.jobs, threads, request.out.string());
+             pending.size(), request.jobs, threads, out.string());
   std::fflush(stdout);
   write_records();
   std::map<pid_t, const GridCell*> running;
   size_t next = 0, finished = 0;
   int failed = 0;
+  // Workers must not outlive a grid that stops on an error.
+  struct StopWorkers {
+    std::map<pid_t, const GridCell*>& running;
+    ~StopWorkers() {
+      for (const auto& [pid, cell] : running) ::kill(pid, SIGTERM);
+      for (const auto& [pid, cell] : running) ::waitpid(pid, nullptr, 0);
+    }
+  } stop_workers{running};
   while (next < pending.size() || !running.empty()) {
     while (next < pending.size() && static_cast<int>(running.size()) < request.jobs) {
       const auto* cell = pending[next++];
-      const auto argv = cell_command(experiment, spec, *cell, request.out, threads);
-      running[spawn(argv, request.out / cell->id / "run.log")] = cell;
+      auto argv = cell_command(experiment, spec, *cell, out, threads);
+      argv[0] = "/proc/self/exe";  // this very binary, even if rebuilt while the grid runs
+      running[spawn(argv, out / cell->id / "run.log")] = cell;
     }
     const auto [pid, code] = wait_child(-1);
     const auto it = running.find(pid);
@@ -223,19 +256,19 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
     const auto* cell = it->second;
     running.erase(it);
     ++finished;
-    const bool ok = code == 0 && std::filesystem::exists(request.out / cell->id / "summary.json");
+    const bool ok = code == 0 && std::filesystem::exists(out / cell->id / "summary.json");
     if (ok) {
       write_records();
       fmt::print("[{}/{}] {} done\n", finished, pending.size(), cell->id);
     } else {
       ++failed;
       fmt::print("[{}/{}] {} FAILED (exit {}); last lines of its run.log:\n{}", finished,
-                 pending.size(), cell->id, code, tail_of(request.out / cell->id / "run.log", 8));
+                 pending.size(), cell->id, code, tail_of(out / cell->id / "run.log", 8));
     }
     std::fflush(stdout);
   }
   const size_t records = write_records();
-  fmt::print("records: {} ({} of {} cells)\n", (request.out / "records.csv").string(), records,
+  fmt::print("records: {} ({} of {} cells)\n", (out / "records.csv").string(), records,
              cells.size());
   return failed;
 }

@@ -30,8 +30,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
+    const int err = errno;
     ::close(fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    ::close(status_pipe[0]);
+    ::close(status_pipe[1]);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(err));
   }
   if (pid == 0) {
     ::dup2(fd, STDOUT_FILENO);
@@ -44,7 +47,10 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   ::close(fd);
   ::close(status_pipe[1]);
   int err = 0;
-  const ssize_t n = ::read(status_pipe[0], &err, sizeof err);
+  ssize_t n;
+  do {
+    n = ::read(status_pipe[0], &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
   ::close(status_pipe[0]);
   if (n == sizeof err) {
     ::waitpid(pid, nullptr, 0);

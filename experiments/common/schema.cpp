@@ -57,18 +57,25 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems) {
     return;
   }
   std::vector<std::string> required = {"cell"};
-  for (const auto& axis : manifest.at("axes")) required.push_back(axis.get<std::string>());
+  size_t expected = 0;
+  std::set<std::string> ids;
+  try {
+    for (const auto& axis : manifest.at("axes")) required.push_back(axis.get<std::string>());
+    expected = manifest.at("n_cells").get<size_t>();
+    for (const auto& cell : manifest.at("cells")) ids.insert(cell.at("id").get<std::string>());
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("{}: malformed: {}", manifest_path.string(), e.what()));
+    return;
+  }
   required.insert(required.end(), experiment->metrics.begin(), experiment->metrics.end());
   for (const auto& column : required) {
     if (!records.find(column)) problems.push_back(fmt::format("{}: no column '{}'", records_path.string(), column));
   }
-  const size_t expected = manifest.at("n_cells").get<size_t>();
   if (records.rows.size() != expected) {
     problems.push_back(fmt::format("{}: {} rows, the grid has {} cells", records_path.string(),
                                    records.rows.size(), expected));
   }
-  std::set<std::string> ids, seen;
-  for (const auto& cell : manifest.at("cells")) ids.insert(cell.at("id").get<std::string>());
+  std::set<std::string> seen;
   for (size_t r = 0; r < records.rows.size(); ++r) {
     const auto id = records.get(r, "cell");
     if (!ids.count(id)) problems.push_back(fmt::format("{}: row {} names no cell of the grid ('{}')", records_path.string(), r + 1, id));

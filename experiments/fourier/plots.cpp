@@ -80,15 +80,19 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
   std::vector<std::string> models;
   std::vector<int64_t> Ks, widths;
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double err = number(t.get(r, "rel_l2"));
-    if (std::isnan(err)) continue;
+    const double err = number(t.get(r, "rel_l2")), k_value = number(t.get(r, "K")),
+                 w_value = number(t.get(r, "width"));
+    if (!std::isfinite(err) || !std::isfinite(k_value) || !std::isfinite(w_value)) continue;
     const auto m = model_of(t, r);
-    const auto K = static_cast<int64_t>(number(t.get(r, "K")));
-    const auto w = static_cast<int64_t>(number(t.get(r, "width")));
+    const auto K = static_cast<int64_t>(k_value);
+    const auto w = static_cast<int64_t>(w_value);
     if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
     if (std::find(Ks.begin(), Ks.end(), K) == Ks.end()) Ks.push_back(K);
     if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
     runs[{m, K, w}][number(t.get(r, "lr"))].emplace_back(err, t.get(r, "cell"));
+  }
+  if (Ks.empty()) {
+    throw std::runtime_error(dir.string() + ": no record has a finite rel_l2 with its K and width; nothing to plot");
   }
   std::sort(Ks.begin(), Ks.end());
   std::sort(widths.begin(), widths.end());

@@ -5,6 +5,7 @@
 #include "common/grid.h"
 #include "common/progress.h"
 #include "common/schedule.h"
+#include "common/snapshot.h"
 #include "pinn/network.h"
 #include "pinn/ntk.h"
 #include "pinn/problem.h"
@@ -183,6 +184,7 @@ Config run(const Config& c, const RunContext& ctx) {
   eval_log.add({0, initial.rel_l2, initial.mse});
 
   Progress progress("pinn", iters);
+  ParameterSnapshot last_finite;
   double train_seconds = 0, loss_value = NAN;
   int64_t done = 0, diverged_at = -1;
   for (int64_t step = 0; step < iters; ++step) {
@@ -196,12 +198,14 @@ Config run(const Config& c, const RunContext& ctx) {
     const auto loss = loss_pde + bc_weight * loss_bc;
     const double value = loss.item<double>();
     if (!std::isfinite(value)) {
-      diverged_at = step;  // the parameters stay those of the last finite step
-      fmt::print("pinn: loss is {} at step {}; training stops, metrics are those of step {}\n", value,
-                 step, step);
+      diverged_at = step;
+      if (done > 0) last_finite.restore(*net);
+      fmt::print("pinn: loss is {} at step {}; training stops, metrics are those of the parameters "
+                 "of step {} (the last finite loss)\n", value, step, done > 0 ? done - 1 : 0);
       break;
     }
     loss.backward();
+    last_finite.save(*net);
     optimizer->step();
     train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;

@@ -85,8 +85,10 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
   std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
   std::map<std::string, std::pair<double, std::string>> best_model;
   for (size_t r = 0; r < t.rows.size(); ++r) {
+    const double w_value = number(t.get(r, "width"));
+    if (!std::isfinite(w_value)) continue;
     const auto m = model_of(t, r);
-    const auto w = static_cast<int64_t>(number(t.get(r, "width")));
+    const auto w = static_cast<int64_t>(w_value);
     const double err = number(t.get(r, "rel_l2"));
     if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
     if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
