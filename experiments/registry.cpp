@@ -2,6 +2,7 @@
 
 #include "common/experiment.h"
 #include "fourier/fourier.h"
+#include "images/images.h"
 #include "pinn/pinn.h"
 
 #include <fmt/format.h>
@@ -12,7 +13,7 @@
 namespace pln::exp {
 
 const std::vector<Experiment>& experiments() {
-  static const std::vector<Experiment> all = {pinn_experiment(), fourier_experiment()};
+  static const std::vector<Experiment> all = {pinn_experiment(), fourier_experiment(), cnn_experiment(), vgg_experiment()};
   return all;
 }
 

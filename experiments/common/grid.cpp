@@ -64,6 +64,11 @@ bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem
 
 }  // namespace
 
+std::vector<std::string> grid_axes(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "grid.json")) return {};
+  return read_json(dir / "grid.json").at("axes").get<std::vector<std::string>>();
+}
+
 GridAxis number_axis(const std::string& key, const std::vector<double>& values) {
   GridAxis axis{key, {}};
   for (double v : values) axis.values.push_back({fmt::format("{}", v), Config{{key, v}}});

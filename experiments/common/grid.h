@@ -39,6 +39,9 @@ struct GridRequest {
 /// Runs (or emits) the pending cells; returns the number of cells that failed.
 int run_grid(const Experiment& experiment, const GridRequest& request);
 
+/// The axis names recorded in DIR/grid.json (empty when there is none).
+std::vector<std::string> grid_axes(const std::filesystem::path& dir);
+
 /// The command line that runs one cell.
 std::vector<std::string> cell_command(const Experiment& experiment, const GridSpec& spec,
                                       const GridCell& cell, const std::filesystem::path& out,

@@ -1,0 +1,221 @@
+#include "images/train.h"
+
+#include "common/atomic_file.h"
+#include "common/csv.h"
+#include "common/datasets.h"
+#include "common/gnuplot.h"
+#include "common/grid.h"
+#include "common/progress.h"
+#include "common/schedule.h"
+#include "common/snapshot.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+
+namespace pln::exp::images {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+fs::path default_labels_dir(const std::string& data_dir) {
+  if (!data_dir.empty() && ::access(data_dir.c_str(), W_OK) == 0) return data_dir;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "pln";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "pln";
+  return fs::temp_directory_path() / "pln";
+}
+
+// Accuracy (and mean loss) of the network over a data set, in eval mode, batched.
+std::pair<double, double> evaluate(torch::nn::Sequential& net, const torch::Tensor& x, const torch::Tensor& y,
+                                   int64_t batch) {
+  torch::NoGradGuard no_grad;
+  net->eval();
+  int64_t correct = 0;
+  double loss = 0;
+  for (int64_t i = 0; i < x.size(0); i += batch) {
+    const int64_t n = std::min(batch, x.size(0) - i);
+    const auto logits = net->forward(x.narrow(0, i, n));
+    loss += torch::cross_entropy_loss(logits, y.narrow(0, i, n), {}, at::Reduction::Sum).item<double>();
+    correct += logits.argmax(1).eq(y.narrow(0, i, n)).sum().item<int64_t>();
+  }
+  net->train();
+  return {double(correct) / double(std::max<int64_t>(1, x.size(0))), loss / double(std::max<int64_t>(1, x.size(0)))};
+}
+
+}  // namespace
+
+Config image_defaults() {
+  return {{"data", "fashion-mnist"}, {"data_dir", ""}, {"labels", "clean"}, {"label_seed", 0},
+          {"labels_file", ""}, {"n_train", 0}, {"n_test", 0}, {"augment", false},
+          {"norm", "pln"}, {"group", 8}, {"act", "none"}, {"axis", "channel"}, {"width", 16}, {"depth", 1},
+          {"epochs", 10}, {"batch_size", 128}, {"optimizer", "sgd"}, {"lr", 0.05}, {"momentum", 0.9},
+          {"weight_decay", 0.0}, {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.0},
+          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0}};
+}
+
+Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBuilder& build, int64_t min_size,
+                        const std::string& experiment) {
+  require_one_of(c, "labels", {"clean", "random"}, experiment);
+  require_one_of(c, "optimizer", {"sgd", "adam"}, experiment);
+  const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size");
+  if (epochs < 1) throw std::invalid_argument(fmt::format("{}: epochs must be >= 1, got {}", experiment, epochs));
+  if (batch < 1) throw std::invalid_argument(fmt::format("{}: batch_size must be >= 1, got {}", experiment, batch));
+  for (const char* key : {"n_train", "n_test"}) {
+    if (get_int(c, key) < 0) throw std::invalid_argument(fmt::format("{}: {} must be >= 0, got {}", experiment, key, get_int(c, key)));
+  }
+  const auto start = Clock::now();
+
+  auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
+  if (get_string(c, "labels") == "random") {
+    const auto dir = get_string(c, "labels_file").empty() ? default_labels_dir(get_string(c, "data_dir")) : fs::path();
+    const fs::path file = get_string(c, "labels_file").empty()
+                              ? dir / fmt::format("{}-random-labels-seed{}.bin", data.name, get_int(c, "label_seed"))
+                              : fs::path(get_string(c, "labels_file"));
+    data.train.labels = fixed_random_labels(data.train.size(), data.train.num_classes,
+                                            static_cast<uint64_t>(get_int(c, "label_seed")), file);
+    fmt::print("random labels: {}\n", file.string());
+  }
+  const auto subset = [](ImageSet& set, int64_t n) {
+    if (n > 0 && n < set.size()) {
+      set.images = set.images.narrow(0, 0, n);
+      set.labels = set.labels.narrow(0, 0, n);
+    }
+  };
+  subset(data.train, get_int(c, "n_train"));
+  subset(data.test, get_int(c, "n_test"));
+  const auto [mean, stdev] = channel_stats(data.train.images);
+  auto x_train = normalise(data.train.images, mean, stdev);
+  auto x_test = normalise(data.test.images, mean, stdev);
+  if (x_train.size(2) < min_size) {
+    const int64_t pad = (min_size - x_train.size(2)) / 2, extra = min_size - x_train.size(2) - 2 * pad;
+    x_train = torch::constant_pad_nd(x_train, {pad, pad + extra, pad, pad + extra}, 0);
+    x_test = torch::constant_pad_nd(x_test, {pad, pad + extra, pad, pad + extra}, 0);
+  }
+  const auto& y_train = data.train.labels;
+  const auto& y_test = data.test.labels;
+
+  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  auto net = build(c, x_train.size(1), x_train.size(2), data.train.num_classes);
+  int64_t n_params = 0;
+  for (const auto& p : net->parameters()) n_params += p.numel();
+  fmt::print("data: {} ({} train, {} test images of {}x{}x{}, {} labels)\nnetwork ({} parameters):\n{}\n",
+             data.name, x_train.size(0), x_test.size(0), x_train.size(1), x_train.size(2), x_train.size(3),
+             get_string(c, "labels"), n_params, c10::str(*net));
+
+  const int64_t n = x_train.size(0), steps_per_epoch = (n + batch - 1) / batch;
+  const auto schedule = schedule_from_config(c, epochs * steps_per_epoch);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (get_string(c, "optimizer") == "sgd") {
+    optimizer = std::make_unique<torch::optim::SGD>(
+        net->parameters(), torch::optim::SGDOptions(schedule.lr).momentum(get_double(c, "momentum"))
+                               .weight_decay(get_double(c, "weight_decay")));
+  } else {
+    optimizer = std::make_unique<torch::optim::Adam>(
+        net->parameters(), torch::optim::AdamOptions(schedule.lr).weight_decay(get_double(c, "weight_decay")));
+  }
+  const bool augment_batches = get_bool(c, "augment");
+  auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(get_int(c, "seed")) + 1);
+  StepLog log(ctx.out / "epochs.csv", {"epoch", "train_loss", "train_acc", "test_acc", "lr", "seconds"}, 1);
+  Progress progress(experiment, epochs * steps_per_epoch);
+  ParameterSnapshot last_finite;
+  double train_seconds = 0, final_loss = NAN;
+  int64_t step = 0, epochs_done = 0, diverged_at = -1, images_seen = 0;
+  net->train();
+  for (int64_t epoch = 0; epoch < epochs && diverged_at < 0; ++epoch) {
+    const auto t0 = Clock::now();
+    const auto order = torch::randperm(n, generator, torch::kInt64);
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0;
+    for (int64_t i = 0; i < n; i += batch, ++step) {
+      const auto idx = order.narrow(0, i, std::min(batch, n - i));
+      auto xb = x_train.index_select(0, idx);
+      if (augment_batches) xb = augment(xb, 4, generator);
+      const auto yb = y_train.index_select(0, idx);
+      set_learning_rate(*optimizer, schedule.at(step));
+      optimizer->zero_grad();
+      const auto logits = net->forward(xb);
+      const auto loss = torch::nn::functional::cross_entropy(logits, yb);
+      const double value = loss.item<double>();
+      if (!std::isfinite(value)) {
+        diverged_at = step;
+        if (step > 0) last_finite.restore(*net);
+        fmt::print("{}: loss is {} at step {}; training stops, metrics are those of the last finite loss\n",
+                   experiment, value, step);
+        break;
+      }
+      loss.backward();
+      last_finite.save(*net);
+      optimizer->step();
+      loss_sum += value * double(idx.size(0));
+      correct += logits.argmax(1).eq(yb).sum().item<int64_t>();
+      seen += idx.size(0);
+      progress.update(step + 1, fmt::format("epoch {} loss {:.3f}", epoch + 1, value));
+    }
+    train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    images_seen += seen;
+    if (seen == 0) break;
+    final_loss = loss_sum / double(seen);
+    epochs_done = epoch + 1;
+    const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512);
+    (void)test_loss;
+    log.add({double(epoch + 1), final_loss, double(correct) / double(seen), test_acc,
+             schedule.at(std::max<int64_t>(0, step - 1)), train_seconds});
+  }
+  progress.finish();
+  const auto [train_acc, train_eval_loss] = evaluate(net, x_train, y_train, 512);
+  const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512);
+  return {{"train_acc", train_acc}, {"test_acc", test_acc}, {"final_loss", std::isfinite(final_loss) ? final_loss : train_eval_loss},
+          {"train_eval_loss", train_eval_loss}, {"test_loss", test_loss}, {"epochs_done", epochs_done},
+          {"diverged_at", diverged_at}, {"n_params", n_params},
+          {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
+          {"images_per_s", train_seconds > 0 ? double(images_seen) / train_seconds : 0.0}};
+}
+
+void plot_run(const fs::path& dir) {
+  if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a finished image run (no epochs.csv)");
+  const auto f = gnuplot_quote((dir / "epochs.csv").string());
+  render_figure(dir / "accuracy",
+                "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
+                "set key bottom right\n" +
+                    fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "
+                                "1:4 with linespoints title 'test'\n", f));
+}
+
+void plot_accuracy_table(const fs::path& dir, const CsvTable& t) {
+  if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
+  // Median final accuracies over seeds per (model, labels) and every other axis value but the seed.
+  std::map<std::string, std::vector<std::pair<double, double>>> groups;
+  std::vector<std::string> order;
+  auto axes = grid_axes(dir);
+  if (axes.empty()) axes = {"norm", "group", "act"};
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    std::string key;
+    for (const auto& column : axes) {
+      if (column != "seed" && column != "labels") key += (key.empty() ? "" : ", ") + column + "=" + t.get(r, column);
+    }
+    key += ", labels=" + t.get(r, "labels");
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].emplace_back(std::stod(t.get(r, "train_acc").empty() ? "nan" : t.get(r, "train_acc")),
+                             std::stod(t.get(r, "test_acc").empty() ? "nan" : t.get(r, "test_acc")));
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? NAN : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+  };
+  std::string md = "| cells | seeds | train acc (median) | test acc (median) |\n|---|---|---|---|\n";
+  for (const auto& key : order) {
+    std::vector<double> train, test;
+    for (const auto& [a, b] : groups[key]) train.push_back(a), test.push_back(b);
+    md += fmt::format("| {} | {} | {:.4f} | {:.4f} |\n", key, train.size(), median(train), median(test));
+  }
+  write_file_atomic(dir / "accuracy.md", "Final accuracies, median over seeds.\n\n" + md);
+}
+
+}  // namespace pln::exp::images

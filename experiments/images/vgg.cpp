@@ -1,0 +1,164 @@
+// `pln vgg`: the CIFAR VGG-16 with a norm after every conv: PLN[8] as the only
+// nonlinearity, or BN/LN with ReLU/Tanh as baselines; He initialisation scaled
+// by init_scale. Its `paper` grid (945 cells) and the VGG-Bias study (108
+// cells) are meant for a cluster: `pln grid vgg --preset paper --emit slurm`.
+
+#include "common/atomic_file.h"
+#include "common/gnuplot.h"
+#include "common/grid.h"
+#include "images/images.h"
+#include "images/models.h"
+#include "images/train.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace pln::exp {
+
+namespace {
+
+Config vgg_preset(const std::string& name) {
+  Config c = images::image_defaults();
+  c.update(Config{{"width", 64}, {"group", 8}, {"lr", 0.01}});
+  if (name == "smoke") {
+    c.update(Config{{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}});
+  } else if (name == "cpu") {
+    c.update(Config{{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"epochs", 5}});
+  } else if (name == "paper") {
+    c.update(Config{{"data", "cifar10"}, {"epochs", 60}, {"augment", true}, {"weight_decay", 5e-4}});
+  }
+  return c;
+}
+
+Config vgg_run(const Config& c, const RunContext& ctx) {
+  images::BlockSpec spec{get_string(c, "norm"), get_int(c, "group"), get_string(c, "act"), get_string(c, "axis")};
+  return images::train_classifier(
+      c, ctx,
+      [spec](const Config& cfg, int64_t in, int64_t, int64_t classes) {
+        auto net = images::make_vgg16(in, get_int(cfg, "width"), classes, spec);
+        images::init_weights(*net, get_double(cfg, "init_scale"), get_double(cfg, "bias_init"));
+        return net;
+      },
+      32, "vgg");
+}
+
+Config variant(const std::string& norm, const std::string& act) {
+  return {{"norm", norm}, {"group", 8}, {"act", act}};
+}
+
+GridAxis variants() {
+  return {"variant",
+          {{"PLN[8]", variant("pln", "none")},
+           {"PLS[8]", variant("pls", "none")},
+           {"BN+ReLU", variant("bn", "relu")},
+           {"LN+ReLU", variant("ln", "relu")},
+           {"ReLU", variant("none", "relu")}}};
+}
+
+GridAxis init_scales() {
+  GridAxis axis{"init_scale", {}};
+  for (int k = -4; k <= 4; ++k) {
+    const double v = std::pow(2.0, k / 2.0);
+    axis.values.push_back({fmt::format("2^{}", k / 2.0), Config{{"init_scale", v}}});
+  }
+  return axis;
+}
+
+GridAxis bias_study_models() {
+  GridAxis axis{"variant", {}};
+  for (const char* act : {"relu", "tanh"}) {
+    for (const char* norm : {"none", "ln", "bn"}) {
+      const std::string a = act == std::string("relu") ? "ReLU" : "Tanh";
+      const std::string label = norm == std::string("none") ? a : (norm == std::string("ln") ? "LN+" : "BN+") + a;
+      axis.values.push_back({label, variant(norm, act)});
+    }
+  }
+  return axis;
+}
+
+double number(const std::string& text) {
+  try {
+    return text.empty() ? NAN : std::stod(text);
+  } catch (const std::exception&) {
+    return NAN;
+  }
+}
+
+// Heat maps of the median final training accuracy over seeds: learning rate x init scale, one panel per variant.
+void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
+  images::plot_accuracy_table(dir, t);
+  if (!t.find("lr") || !t.find("init_scale") || !t.find("variant")) return;
+  std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells;
+  std::vector<std::string> variants;
+  std::set<double> lrs, scales;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const double lr = number(t.get(r, "lr")), scale = number(t.get(r, "init_scale")), acc = number(t.get(r, "train_acc"));
+    if (!std::isfinite(lr) || !std::isfinite(scale) || !std::isfinite(acc)) continue;
+    const auto v = t.get(r, "variant");
+    if (!cells.count(v)) variants.push_back(v);
+    cells[v][{lr, scale}].push_back(acc);
+    lrs.insert(lr);
+    scales.insert(scale);
+  }
+  if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
+  const auto data_dir = dir / "plot-data";
+  std::filesystem::create_directories(data_dir);
+  std::string body = fmt::format(
+      "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'log10 lr'\nset ylabel 'log2 init scale'\n"
+      "set view map\nset multiplot layout 1,{}\n", variants.size());
+  for (const auto& v : variants) {
+    std::string csv;
+    for (double lr : lrs) {
+      for (double scale : scales) {
+        auto values = cells[v][{lr, scale}];
+        std::sort(values.begin(), values.end());
+        const double med = values.empty() ? NAN : values[values.size() / 2];
+        csv += fmt::format("{},{},{}\n", std::log10(lr), std::log2(scale), std::isfinite(med) ? fmt::format("{}", med) : "NaN");
+      }
+      csv += "\n";
+    }
+    std::string safe;
+    for (char ch : v) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    const auto file = data_dir / ("heat_" + safe + ".csv");
+    write_file_atomic(file, csv);
+    body += fmt::format("set title {}\nsplot {} using 1:2:3 with pm3d notitle\n", gnuplot_quote(v),
+                        gnuplot_quote(file.string()));
+  }
+  body += "unset multiplot\n";
+  render_figure(dir / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);
+}
+
+}  // namespace
+
+Experiment vgg_experiment() {
+  Experiment e;
+  e.name = "vgg";
+  e.description = "VGG-16 with PLN[8] as the only nonlinearity, or BN/LN with ReLU/Tanh; He init x init_scale";
+  e.presets = {"smoke", "cpu", "paper"};
+  e.preset = vgg_preset;
+  e.run = vgg_run;
+  e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
+  e.grids["smoke"] = {"PLN[8] and BN+ReLU VGG-16 (width 8) on 128 images", "smoke", Config::object(),
+                      {{"variant", {variants().values[0], variants().values[2]}}}};
+  e.grids["cpu"] = {"5 variants x lr {0.01, 0.1} x init scale {1/2, 1, 2}, width 16, 2,000 Fashion-MNIST images (30 cells)",
+                    "cpu", Config::object(),
+                    {variants(), number_axis("lr", {0.01, 0.1}),
+                     {"init_scale", {{"2^-1", Config{{"init_scale", 0.5}}}, {"2^0", Config{{"init_scale", 1.0}}},
+                                     {"2^1", Config{{"init_scale", 2.0}}}}}}};
+  e.grids["paper"] = {"lr {0.001..1} x 9 init scales (1/4..4) x 5 variants x 3 seeds (945 cells), CIFAR-10",
+                      "paper", Config::object(),
+                      {variants(), number_axis("lr", {0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1}), init_scales(),
+                       integer_axis("seed", {0, 1, 2})}};
+  e.grids["bias"] = {"VGG-Bias: ReLU/Tanh x {no norm, LN, BN} x bias init {0..2} x 3 seeds (108 cells), CIFAR-10",
+                     "paper", Config::object(),
+                     {bias_study_models(), number_axis("bias_init", {0, 0.01, 0.1, 0.5, 1, 2}),
+                      integer_axis("seed", {0, 1, 2})}};
+  e.plot_grid = vgg_plot_grid;
+  e.plot_run = images::plot_run;
+  return e;
+}
+
+}  // namespace pln::exp
