@@ -17,7 +17,7 @@ Config cnn_preset(const std::string& name) {
   if (name == "smoke") {
     c.update(Config{{"n_train", 256}, {"n_test", 256}, {"width", 8}, {"epochs", 2}, {"batch_size", 64}});
   } else if (name == "cpu") {
-    c.update(Config{{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"depth", 1}, {"epochs", 15}});
+    c.update(Config{{"n_train", 1000}, {"n_test", 2000}, {"width", 32}, {"depth", 2}, {"epochs", 40}});
   } else if (name == "paper") {
     c.update(Config{{"data", "cifar10"}, {"width", 64}, {"depth", 2}, {"epochs", 100}, {"augment", true},
                     {"weight_decay", 5e-4}});
@@ -66,7 +66,7 @@ Experiment cnn_experiment() {
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
   e.grids["smoke"] = {"PLN(4) and ReLU CNNs on 256 random-label images", "smoke", Config{{"labels", "random"}},
                       {{"model", {models(false).values[0], models(false).values[3]}}}};
-  e.grids["cpu"] = {"5 models x clean/random labels on 2,000 Fashion-MNIST images, 15 epochs (10 cells)", "cpu",
+  e.grids["cpu"] = {"5 models x clean/random labels on 1,000 Fashion-MNIST images, width 32, depth 2, 40 epochs (10 cells)", "cpu",
                     Config::object(), {models(false), labels()}};
   e.grids["paper"] = {"6 models (with mixed-axis PLN) x clean/random labels x 3 seeds on CIFAR-10 (36 cells)",
                       "paper", Config::object(), {models(true), labels(), integer_axis("seed", {0, 1, 2})}};

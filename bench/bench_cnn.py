@@ -1,0 +1,94 @@
+"""CNN training throughput (images/s), side by side in one run: `pln cnn`
+against the same network in plain PyTorch with the original module's composed
+PLN (dim=4, channel groups at every pixel): three stages of conv3x3 -> PLN(4)
+with 16, 32, 64 channels, average pooling between stages, global pooling,
+linear classifier; SGD with momentum, batches of 128 Fashion-MNIST-sized
+images, float32, one thread (OPENBLAS_NUM_THREADS too).
+
+    /usr/bin/python3 bench/bench_cnn.py [--width 16] [--threads 1] [--quick]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cpp(pln, width, images, threads, env):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [str(pln), "cnn", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
+               "norm=pln", "group=4", "act=none", f"width={width}", "depth=1", f"n_train={images}",
+               "n_test=128", "epochs=2", "batch_size=128", "labels=clean"]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        return json.loads((Path(out) / "summary.json").read_text())["images_per_s"]
+
+
+def run_python(width, images, threads, env):
+    code = f"""
+import sys, time, torch
+import torch.nn as nn
+sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
+sys.path.insert(0, {str(ROOT / 'bench')!r})
+from original import OriginalParallelLN
+from bench_common import keep_freed_memory
+keep_freed_memory()
+torch.set_num_threads({threads})
+torch.manual_seed(0)
+layers, channels = [], 1
+for stage in range(3):
+    if stage:
+        layers.append(nn.AvgPool2d(2))
+    out = {width} << stage
+    layers += [nn.Conv2d(channels, out, 3, padding=1), OriginalParallelLN(out, 4, dim=4)]
+    channels = out
+net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 10))
+x = torch.randn({images}, 1, 28, 28)
+y = torch.randint(0, 10, ({images},))
+opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+def epoch():
+    order = torch.randperm({images})
+    for i in range(0, {images}, 128):
+        idx = order[i:i + 128]
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+epoch()
+t0 = time.perf_counter()
+epoch()
+print({images} / (time.perf_counter() - t0))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser.add_argument("--width", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
+    parser.add_argument("--quick", action="store_true", help="few images (a test)")
+    args = parser.parse_args()
+    if not Path(args.pln).exists():
+        sys.exit(f"bench_cnn: {args.pln} not found; build it with `make` or pass --pln")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    images = 256 if args.quick else 2048
+    repeats = 1 if args.quick else args.repeats
+    cpp = py = 0.0
+    for _ in range(repeats):
+        cpp = max(cpp, run_cpp(args.pln, args.width, images, args.threads, env))
+        py = max(py, run_python(args.width, images, args.threads, env))
+    print(f"CNN training, PLN(4) width {args.width}, 3 stages, batch 128, 28x28 images, float32, "
+          f"{args.threads} thread(s), best of {repeats} runs per side")
+    print(f"{'pln images/s':>13} {'PyTorch images/s':>17} {'ratio':>7}")
+    print(f"{cpp:>13.1f} {py:>17.1f} {cpp / py:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
