@@ -7,6 +7,7 @@
 
 #include <common/experiment.h>
 #include <common/grid.h>
+#include <common/csv.h>
 #include <common/run.h>
 #include <images/models.h>
 
@@ -79,6 +80,25 @@ TEST(ImageRuns, MissingDataIsAClearError) {
   request.out = dir / "run";
   EXPECT_NE(error_of([&] { run_experiment(find_experiment("cnn"), request); }).find("data_batch_1.bin: no such file"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ImagePlots, VggHeatMapFromRecords) {
+  const auto dir = fresh_dir("vgg-heat");
+  CsvTable records;
+  records.header = {"cell", "variant", "lr", "init_scale", "labels", "train_acc", "test_acc"};
+  int cell = 0;
+  for (const char* variant : {"PLN[8]", "ReLU"}) {
+    for (const char* lr : {"0.01", "0.1"}) {
+      for (const char* scale : {"0.5", "1", "2"}) {
+        records.rows.push_back({std::to_string(cell++), variant, lr, scale, "clean", "0.5", "0.4"});
+      }
+    }
+  }
+  find_experiment("vgg").plot_grid(dir, records);
+  EXPECT_TRUE(fs::exists(dir / "heatmap.png"));
+  EXPECT_TRUE(fs::exists(dir / "heatmap.svg"));
+  EXPECT_TRUE(fs::exists(dir / "accuracy.md"));
   fs::remove_all(dir);
 }
 
