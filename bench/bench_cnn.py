@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_common import best_alternating
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -80,10 +82,8 @@ def main():
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     images = 256 if args.quick else 2048
     repeats = 1 if args.quick else args.repeats
-    cpp = py = 0.0
-    for _ in range(repeats):
-        cpp = max(cpp, run_cpp(args.pln, args.width, images, args.threads, env))
-        py = max(py, run_python(args.width, images, args.threads, env))
+    cpp, py = best_alternating(lambda: run_cpp(args.pln, args.width, images, args.threads, env),
+                               lambda: run_python(args.width, images, args.threads, env), repeats)
     print(f"CNN training, PLN(4) width {args.width}, 3 stages, batch 128, 28x28 images, float32, "
           f"{args.threads} thread(s), best of {repeats} runs per side")
     print(f"{'pln images/s':>13} {'PyTorch images/s':>17} {'ratio':>7}")

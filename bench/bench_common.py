@@ -13,3 +13,13 @@ def keep_freed_memory():
         return "glibc malloc, no mmap/trim of freed blocks"
     except (OSError, AttributeError):
         return "system allocator"
+
+
+def best_alternating(run_cpp, run_python, repeats):
+    """Runs the two sides in turn `repeats` times, so drifting machine load hits
+    both, and returns the best rate of each."""
+    cpp = py = 0.0
+    for _ in range(repeats):
+        cpp = max(cpp, run_cpp())
+        py = max(py, run_python())
+    return cpp, py

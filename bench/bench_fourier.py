@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_common import best_alternating
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -74,10 +76,8 @@ def main():
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     steps = 20 if args.quick else 2000
     repeats = 1 if args.quick else args.repeats
-    cpp = py = 0.0
-    for _ in range(repeats):
-        cpp = max(cpp, run_cpp(args.pln, args.width, args.points, args.threads, steps, env))
-        py = max(py, run_python(args.width, args.points, args.threads, steps // 2))
+    cpp, py = best_alternating(lambda: run_cpp(args.pln, args.width, args.points, args.threads, steps, env),
+                               lambda: run_python(args.width, args.points, args.threads, steps // 2), repeats)
     print(f"Fourier fitting step, PLN(4)-Net width {args.width}, {args.points} points, float32, Adam, "
           f"{args.threads} thread(s), best of {repeats} runs per side")
     print(f"{'pln steps/s':>12} {'PyTorch steps/s':>16} {'ratio':>7}")

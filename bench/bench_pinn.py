@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_common import best_alternating
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -56,10 +58,10 @@ def main():
         # A few seconds per run; the sides alternate so drifting machine load hits both.
         cpp_iters = 10 if args.quick else max(20, 200_000 // n)
         py_iters = 3 if args.quick else max(5, 40_000 // n)
-        cpp = py = 0.0
-        for _ in range(1 if args.quick else args.repeats):
-            cpp = max(cpp, run_cpp(args.pln, n, args.width, args.depth, args.threads, cpp_iters, env))
-            py = max(py, run_python(n, args.width, args.depth, args.threads, py_iters, env))
+        cpp, py = best_alternating(
+            lambda: run_cpp(args.pln, n, args.width, args.depth, args.threads, cpp_iters, env),
+            lambda: run_python(n, args.width, args.depth, args.threads, py_iters, env),
+            1 if args.quick else args.repeats)
         print(f"{n:>7} {cpp:>10.2f} {py:>13.2f} {cpp / py:>6.1f}x", flush=True)
 
 
