@@ -4,6 +4,7 @@
 #include "fourier/fourier.h"
 #include "images/images.h"
 #include "pinn/pinn.h"
+#include "vit/vit.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,7 +14,8 @@
 namespace pln::exp {
 
 const std::vector<Experiment>& experiments() {
-  static const std::vector<Experiment> all = {pinn_experiment(), fourier_experiment(), cnn_experiment(), vgg_experiment()};
+  static const std::vector<Experiment> all = {pinn_experiment(), fourier_experiment(), cnn_experiment(), vgg_experiment(),
+                                                  vit_experiment()};
   return all;
 }
 

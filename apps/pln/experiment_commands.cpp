@@ -25,6 +25,11 @@ void add_experiment_commands(CLI::App& app) {
         ->required();
     cmd->add_option("--threads", request->threads, "threads (default: all cores)")
         ->check(CLI::NonNegativeNumber);
+    if (experiment.resumable) {
+      cmd->add_flag("--resume", request->resume,
+                    "continue from the checkpoint in --out (written each epoch) when it exists; it must "
+                    "hold the same configuration");
+    }
     const auto* e = &experiment;
     cmd->callback([e, request] { exp::run_experiment(*e, *request); });
   }

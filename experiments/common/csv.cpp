@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -129,6 +131,24 @@ std::string to_csv(const CsvTable& table) {
   line(table.header);
   for (const auto& row : table.rows) line(row);
   return out;
+}
+
+double number_value(const std::string& text) {
+  if (text.empty()) return std::numeric_limits<double>::quiet_NaN();
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    return used == text.size() ? v : std::numeric_limits<double>::quiet_NaN();
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 std::string number_text(double value) {

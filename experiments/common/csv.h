@@ -46,5 +46,9 @@ class StepLog {
 
 /// Shortest text that parses back to the same double; "" for NaN (a missing value).
 std::string number_text(double value);
+/// The number a cell holds; NaN for "" (a missing value) or text that is not a number.
+double number_value(const std::string& text);
+/// Median of `values`; NaN when empty.
+double median(std::vector<double> values);
 
 }  // namespace pln::exp

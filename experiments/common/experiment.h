@@ -19,6 +19,7 @@ namespace pln::exp {
 struct RunContext {
   std::filesystem::path out;  ///< the run's directory, already created
   int threads = 1;
+  bool resume = false;        ///< continue from the run's checkpoint (resumable experiments only)
 };
 
 /// One value of a grid axis: a label for records and figures, and the keys it sets.
@@ -50,6 +51,9 @@ struct Experiment {
   std::function<Config(const Config& config, const RunContext& context)> run;
   std::vector<std::string> metrics;      ///< keys every summary.json holds
   std::vector<std::string> nan_allowed;  ///< metrics that may be missing or NaN (e.g. a diverged run)
+  /// Checkpoints as it trains: `pln <name> --resume` continues an interrupted
+  /// run, and grid cells are started with --resume.
+  bool resumable = false;
   /// Draws a grid's figures from its records into `dir`; optional.
   std::function<void(const std::filesystem::path& dir, const CsvTable& records)> plot_grid;
   /// Draws one run's figures into its directory; optional.

@@ -50,16 +50,24 @@ void add_column(CsvTable& table, std::set<std::string>& seen, const std::string&
 // A cell is done when its summary exists and its config.json records this
 // cell's preset and overrides; a cell run with other settings (the grid's
 // definition changed since) is not, and runs again.
-bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
-  const auto dir = out / cell.id;
-  if (!std::filesystem::exists(dir / "summary.json")) return false;
+bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
   try {
-    const auto config = read_json(dir / "config.json");
+    const auto config = read_json(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
            config.at("set").get<std::vector<std::string>>() == cell.sets;
   } catch (const std::exception&) {
     return false;
   }
+}
+
+bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
+  return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(spec, cell, out);
+}
+
+// A cell directory holding a run of other settings: its checkpoint, if any,
+// must not be resumed.
+bool ran_with_other_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
+  return std::filesystem::exists(out / cell.id / "config.json") && !ran_with_cell_settings(spec, cell, out);
 }
 
 }  // namespace
@@ -122,6 +130,7 @@ std::vector<std::string> cell_command(const Experiment& experiment, const GridSp
     argv.push_back(s);
   }
   argv.insert(argv.end(), {"--threads", std::to_string(threads), "--out", (out / cell.id).string()});
+  if (experiment.resumable && !ran_with_other_settings(spec, cell, out)) argv.push_back("--resume");
   return argv;
 }
 

@@ -36,6 +36,9 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   if (request.out.empty()) throw std::invalid_argument("--out DIR is required");
   const Config config = resolve_config(experiment, request.preset, request.sets);
   const int threads = resolve_threads(request.threads);
+  if (request.resume && !experiment.resumable) {
+    throw std::invalid_argument(fmt::format("{} keeps no checkpoint; --resume is not available", experiment.name));
+  }
   set_threads(threads);
   keep_freed_memory();
 
@@ -57,7 +60,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   }
   std::fflush(stdout);
 
-  Config summary = experiment.run(config, RunContext{request.out, threads});
+  Config summary = experiment.run(config, RunContext{request.out, threads, request.resume});
   for (const auto& key : experiment.metrics) {
     if (!summary.contains(key)) {
       throw std::logic_error(fmt::format("{}: the run did not report metric '{}'", experiment.name, key));

@@ -16,6 +16,7 @@ struct RunRequest {
   std::vector<std::string> sets;   ///< key=value overrides, applied in order
   std::filesystem::path out;
   int threads = 0;                 ///< 0: all cores
+  bool resume = false;             ///< continue from the run's checkpoint (resumable experiments)
 };
 
 /// The preset with the overrides applied; throws std::invalid_argument naming

@@ -19,14 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double number(const std::string& text) {
-  try {
-    return text.empty() ? NAN : std::stod(text);
-  } catch (const std::exception&) {
-    return NAN;
-  }
-}
-
 /// The layer kind of a record: the grid's "model" label, else layer and group.
 std::string model_of(const CsvTable& t, size_t row) {
   if (auto label = t.get(row, "model"); !label.empty()) return label;
@@ -35,12 +27,6 @@ std::string model_of(const CsvTable& t, size_t row) {
   if (layer == "pls") return "PLS(" + group + ")";
   if (layer == "ln") return "LN";
   return layer.empty() ? "?" : layer;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Point {
@@ -80,8 +66,8 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
   std::vector<std::string> models;
   std::vector<int64_t> Ks, widths;
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double err = number(t.get(r, "rel_l2")), k_value = number(t.get(r, "K")),
-                 w_value = number(t.get(r, "width"));
+    const double err = number_value(t.get(r, "rel_l2")), k_value = number_value(t.get(r, "K")),
+                 w_value = number_value(t.get(r, "width"));
     if (!std::isfinite(err) || !std::isfinite(k_value) || !std::isfinite(w_value)) continue;
     const auto m = model_of(t, r);
     const auto K = static_cast<int64_t>(k_value);
@@ -89,7 +75,7 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
     if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
     if (std::find(Ks.begin(), Ks.end(), K) == Ks.end()) Ks.push_back(K);
     if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
-    runs[{m, K, w}][number(t.get(r, "lr"))].emplace_back(err, t.get(r, "cell"));
+    runs[{m, K, w}][number_value(t.get(r, "lr"))].emplace_back(err, t.get(r, "cell"));
   }
   if (Ks.empty()) {
     throw std::runtime_error(dir.string() + ": no record has a finite rel_l2 with its K and width; nothing to plot");

@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "common/csv.h"
 #include "common/datasets.h"
+#include "images/data.h"
 #include "common/gnuplot.h"
 #include "common/grid.h"
 #include "common/progress.h"
@@ -10,7 +11,6 @@
 #include "common/snapshot.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -24,13 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-fs::path default_labels_dir(const std::string& data_dir) {
-  if (!data_dir.empty() && ::access(data_dir.c_str(), W_OK) == 0) return data_dir;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "pln";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "pln";
-  return fs::temp_directory_path() / "pln";
-}
 
 // Accuracy (and mean loss) of the network over a data set, in eval mode, batched.
 std::pair<double, double> evaluate(torch::nn::Sequential& net, const torch::Tensor& x, const torch::Tensor& y,
@@ -52,57 +45,27 @@ std::pair<double, double> evaluate(torch::nn::Sequential& net, const torch::Tens
 }  // namespace
 
 Config image_defaults() {
-  return {{"data", "fashion-mnist"}, {"data_dir", ""}, {"labels", "clean"}, {"label_seed", 0},
-          {"labels_file", ""}, {"n_train", 0}, {"n_test", 0}, {"augment", false},
-          {"norm", "pln"}, {"group", 8}, {"act", "none"}, {"axis", "channel"}, {"width", 16}, {"depth", 1},
+  Config c = image_data_defaults();
+  c.update(Config{{"augment", false}, {"norm", "pln"}, {"group", 8}, {"act", "none"}, {"axis", "channel"}, {"width", 16}, {"depth", 1},
           {"epochs", 10}, {"batch_size", 128}, {"optimizer", "sgd"}, {"lr", 0.05}, {"momentum", 0.9},
           {"weight_decay", 0.0}, {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.0},
-          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0}};
+          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0}});
+  return c;
 }
 
 Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBuilder& build, int64_t min_size,
                         const std::string& experiment) {
-  require_one_of(c, "labels", {"clean", "random"}, experiment);
   require_one_of(c, "optimizer", {"sgd", "adam"}, experiment);
   const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size");
   if (epochs < 1) throw std::invalid_argument(fmt::format("{}: epochs must be >= 1, got {}", experiment, epochs));
   if (batch < 1) throw std::invalid_argument(fmt::format("{}: batch_size must be >= 1, got {}", experiment, batch));
-  for (const char* key : {"n_train", "n_test"}) {
-    if (get_int(c, key) < 0) throw std::invalid_argument(fmt::format("{}: {} must be >= 0, got {}", experiment, key, get_int(c, key)));
-  }
   const auto start = Clock::now();
 
-  auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
-  if (get_string(c, "labels") == "random") {
-    const auto dir = get_string(c, "labels_file").empty() ? default_labels_dir(get_string(c, "data_dir")) : fs::path();
-    const fs::path file = get_string(c, "labels_file").empty()
-                              ? dir / fmt::format("{}-random-labels-seed{}.bin", data.name, get_int(c, "label_seed"))
-                              : fs::path(get_string(c, "labels_file"));
-    data.train.labels = fixed_random_labels(data.train.size(), data.train.num_classes,
-                                            static_cast<uint64_t>(get_int(c, "label_seed")), file);
-    fmt::print("random labels: {}\n", file.string());
-  }
-  const auto subset = [](ImageSet& set, int64_t n) {
-    if (n > 0 && n < set.size()) {
-      set.images = set.images.narrow(0, 0, n);
-      set.labels = set.labels.narrow(0, 0, n);
-    }
-  };
-  subset(data.train, get_int(c, "n_train"));
-  subset(data.test, get_int(c, "n_test"));
-  const auto [mean, stdev] = channel_stats(data.train.images);
-  auto x_train = normalise(data.train.images, mean, stdev);
-  auto x_test = normalise(data.test.images, mean, stdev);
-  if (x_train.size(2) < min_size) {
-    const int64_t pad = (min_size - x_train.size(2)) / 2, extra = min_size - x_train.size(2) - 2 * pad;
-    x_train = torch::constant_pad_nd(x_train, {pad, pad + extra, pad, pad + extra}, 0);
-    x_test = torch::constant_pad_nd(x_test, {pad, pad + extra, pad, pad + extra}, 0);
-  }
-  const auto& y_train = data.train.labels;
-  const auto& y_test = data.test.labels;
+  const auto data = prepare_images(c, min_size, experiment);
+  const auto &x_train = data.x_train, &y_train = data.y_train, &x_test = data.x_test, &y_test = data.y_test;
 
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
-  auto net = build(c, x_train.size(1), x_train.size(2), data.train.num_classes);
+  auto net = build(c, x_train.size(1), x_train.size(2), data.classes);
   int64_t n_params = 0;
   for (const auto& p : net->parameters()) n_params += p.numel();
   fmt::print("data: {} ({} train, {} test images of {}x{}x{}, {} labels)\nnetwork ({} parameters):\n{}\n",
@@ -202,13 +165,8 @@ void plot_accuracy_table(const fs::path& dir, const CsvTable& t) {
     }
     key += ", labels=" + t.get(r, "labels");
     if (!groups.count(key)) order.push_back(key);
-    groups[key].emplace_back(std::stod(t.get(r, "train_acc").empty() ? "nan" : t.get(r, "train_acc")),
-                             std::stod(t.get(r, "test_acc").empty() ? "nan" : t.get(r, "test_acc")));
+    groups[key].emplace_back(number_value(t.get(r, "train_acc")), number_value(t.get(r, "test_acc")));
   }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? NAN : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-  };
   std::string md = "| cells | seeds | train acc (median) | test acc (median) |\n|---|---|---|---|\n";
   for (const auto& key : order) {
     std::vector<double> train, test;

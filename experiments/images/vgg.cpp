@@ -77,14 +77,6 @@ GridAxis bias_study_models() {
   return axis;
 }
 
-double number(const std::string& text) {
-  try {
-    return text.empty() ? NAN : std::stod(text);
-  } catch (const std::exception&) {
-    return NAN;
-  }
-}
-
 // Heat maps of the median final training accuracy over seeds: learning rate x init scale, one panel per variant.
 void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
   images::plot_accuracy_table(dir, t);
@@ -93,7 +85,8 @@ void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
   std::vector<std::string> variants;
   std::set<double> lrs, scales;
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double lr = number(t.get(r, "lr")), scale = number(t.get(r, "init_scale")), acc = number(t.get(r, "train_acc"));
+    const double lr = number_value(t.get(r, "lr")), scale = number_value(t.get(r, "init_scale"));
+    const double acc = number_value(t.get(r, "train_acc"));
     if (!std::isfinite(lr) || !std::isfinite(scale) || !std::isfinite(acc)) continue;
     const auto v = t.get(r, "variant");
     if (!cells.count(v)) variants.push_back(v);
@@ -102,28 +95,38 @@ void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
     scales.insert(scale);
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
+  // Cells are drawn on index coordinates, labelled with the values, so every
+  // (lr, scale) pair gets its own box whatever the spacing of the values.
+  const auto tics = [](const std::set<double>& values) {
+    std::string out;
+    int index = 0;
+    for (double v : values) out += fmt::format("{}\"{}\" {}", out.empty() ? "" : ", ", v, index++);
+    return "(" + out + ")";
+  };
   const auto data_dir = dir / "plot-data";
   std::filesystem::create_directories(data_dir);
   std::string body = fmt::format(
-      "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'log10 lr'\nset ylabel 'log2 init scale'\n"
-      "set view map\nset multiplot layout 1,{}\n", variants.size());
+      "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'learning rate'\nset ylabel 'init scale'\n"
+      "set xtics {}\nset ytics {}\nset xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset multiplot layout 1,{}\n",
+      tics(lrs), tics(scales), double(lrs.size()) - 0.5, double(scales.size()) - 0.5, variants.size());
   for (const auto& v : variants) {
     std::string csv;
+    int i = 0;
     for (double lr : lrs) {
+      int j = 0;
       for (double scale : scales) {
-        auto values = cells[v][{lr, scale}];
-        std::sort(values.begin(), values.end());
-        const double med = values.empty() ? NAN : values[values.size() / 2];
-        csv += fmt::format("{},{},{}\n", std::log10(lr), std::log2(scale), std::isfinite(med) ? fmt::format("{}", med) : "NaN");
+        const double med = median(cells[v][{lr, scale}]);
+        csv += fmt::format("{},{},{}\n", i, j++, std::isfinite(med) ? fmt::format("{}", med) : "NaN");
       }
-      csv += "\n";
+      ++i;
     }
     std::string safe;
     for (char ch : v) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
     const auto file = data_dir / ("heat_" + safe + ".csv");
     write_file_atomic(file, csv);
-    body += fmt::format("set title {}\nsplot {} using 1:2:3 with pm3d notitle\n", gnuplot_quote(v),
-                        gnuplot_quote(file.string()));
+    body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)) "
+                        "with labels tc 'white' font ',8' notitle\n",
+                        gnuplot_quote(v), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
   render_figure(dir / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);

@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 std::string header() { return "set datafile separator ','\nset grid\n"; }
 
-double number(const std::string& text) {
-  if (text.empty()) return std::numeric_limits<double>::quiet_NaN();
-  try {
-    return std::stod(text);
-  } catch (const std::exception&) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
 /// The model label of a record: the grid's "model" axis, else norm/act/group.
 std::string model_of(const CsvTable& t, size_t row) {
   if (auto label = t.get(row, "model"); !label.empty()) return label;
@@ -85,11 +76,11 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
   std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
   std::map<std::string, std::pair<double, std::string>> best_model;
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double w_value = number(t.get(r, "width"));
+    const double w_value = number_value(t.get(r, "width"));
     if (!std::isfinite(w_value)) continue;
     const auto m = model_of(t, r);
     const auto w = static_cast<int64_t>(w_value);
-    const double err = number(t.get(r, "rel_l2"));
+    const double err = number_value(t.get(r, "rel_l2"));
     if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
     if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
     if (std::isnan(err)) continue;

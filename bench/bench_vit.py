@@ -1,0 +1,86 @@
+"""ViT training throughput (images/s), side by side in one run: `pln vit`
+against the same micro ViT in plain PyTorch with the original module's composed
+PLN (bench/vit_reference.py): 128 wide (--width), 4 blocks, 4 heads, patch 7 on 28 x 28
+images (17 tokens), PLN(8) at every norm site, GELU, AdamW, gradient clipping,
+batches of 128, float32, one thread (OPENBLAS_NUM_THREADS too).
+
+    /usr/bin/python3 bench/bench_vit.py [--width 128] [--group 8] [--threads 1] [--quick]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_common import best_alternating
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cpp(pln, width, group, images, threads, env):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [str(pln), "vit", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
+               "norm=pln", f"width={width}", f"group={group}", "act=gelu", f"n_train={images}", "n_test=128", "epochs=2",
+               "batch_size=128", "labels=clean", "clip_grad=1"]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        return json.loads((Path(out) / "summary.json").read_text())["images_per_s"]
+
+
+def run_python(width, group, images, threads, env):
+    code = f"""
+import sys, time, torch
+sys.path.insert(0, {str(ROOT / 'bench')!r})
+from bench_common import keep_freed_memory
+from vit_reference import VisionTransformer, optimizer
+keep_freed_memory()
+torch.set_num_threads({threads})
+torch.manual_seed(0)
+net = VisionTransformer(width={width}, group={group})
+opt = optimizer(net)
+x = torch.randn({images}, 1, 28, 28)
+y = torch.randint(0, 10, ({images},))
+def epoch():
+    order = torch.randperm({images})
+    for i in range(0, {images}, 128):
+        idx = order[i:i + 128]
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+epoch()
+t0 = time.perf_counter()
+epoch()
+print({images} / (time.perf_counter() - t0))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
+    parser.add_argument("--quick", action="store_true", help="few images (a test)")
+    args = parser.parse_args()
+    if not Path(args.pln).exists():
+        sys.exit(f"bench_vit: {args.pln} not found; build it with `make` or pass --pln")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    images = 256 if args.quick else 2048
+    repeats = 1 if args.quick else args.repeats
+    cpp, py = best_alternating(lambda: run_cpp(args.pln, args.width, args.group, images, args.threads, env),
+                               lambda: run_python(args.width, args.group, images, args.threads, env), repeats)
+    print(f"micro ViT training, PLN({args.group}) at every norm site, {args.width} wide, 4 blocks, 17 tokens, batch 128, "
+          f"float32, {args.threads} thread(s), best of {repeats} runs per side")
+    print(f"{'pln images/s':>13} {'PyTorch images/s':>17} {'ratio':>7}")
+    print(f"{cpp:>13.1f} {py:>17.1f} {cpp / py:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()

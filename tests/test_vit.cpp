@@ -1,0 +1,265 @@
+// The Vision Transformer of `pln vit`: attention against a naive
+// implementation, norm-site selection, option errors, checkpoint/resume
+// equivalence and a smoke run.
+
+#include "common/csv.h"
+#include "common/run.h"
+#include "experiment_helpers.h"
+#include "vit/checkpoint.h"
+#include "vit/model.h"
+#include "vit/train.h"
+
+#include <pln/pln.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace pln::exp;
+using pln::test::error_of;
+using pln::test::fresh_dir;
+
+bool have_fashion_mnist() {
+  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+// Attention written out head by head, token by token, in double.
+torch::Tensor naive_attention(const torch::Tensor& x, const torch::Tensor& w_qkv, const torch::Tensor& b_qkv,
+                              const torch::Tensor& w_proj, const torch::Tensor& b_proj, int64_t heads) {
+  const int64_t n = x.size(0), t = x.size(1), c = x.size(2), d = c / heads;
+  auto out = torch::zeros({n, t, c}, x.options());
+  for (int64_t s = 0; s < n; ++s) {
+    auto concat = torch::zeros({t, c}, x.options());
+    for (int64_t h = 0; h < heads; ++h) {
+      const auto rows = [&](int64_t part) { return w_qkv.narrow(0, part * c + h * d, d); };
+      const auto bias = [&](int64_t part) { return b_qkv.narrow(0, part * c + h * d, d); };
+      const auto q = x[s].matmul(rows(0).t()) + bias(0);
+      const auto k = x[s].matmul(rows(1).t()) + bias(1);
+      const auto v = x[s].matmul(rows(2).t()) + bias(2);
+      for (int64_t i = 0; i < t; ++i) {
+        std::vector<double> score(static_cast<size_t>(t));
+        double top = -INFINITY, total = 0;
+        for (int64_t j = 0; j < t; ++j) {
+          score[j] = (q[i] * k[j]).sum().item<double>() / std::sqrt(double(d));
+          top = std::max(top, score[j]);
+        }
+        for (auto& e : score) total += (e = std::exp(e - top));
+        for (int64_t j = 0; j < t; ++j) concat[i].narrow(0, h * d, d) += v[j] * (score[j] / total);
+      }
+    }
+    out[s] = concat.matmul(w_proj.t()) + b_proj;
+  }
+  return out;
+}
+
+TEST(VitModel, AttentionMatchesNaive) {
+  torch::manual_seed(3);
+  vit::SelfAttention attention(12, 3);
+  attention->to(torch::kFloat64);
+  const auto x = torch::randn({2, 5, 12}, torch::kFloat64);
+  const auto y = attention->forward(x);
+  ASSERT_EQ(y.sizes(), x.sizes());
+  const auto expected = naive_attention(x, attention->qkv->weight, attention->qkv->bias, attention->proj->weight,
+                                        attention->proj->bias, 3);
+  EXPECT_TRUE(torch::allclose(y, expected, 1e-12, 1e-12)) << (y - expected).abs().max().item<double>();
+  // One head differs from three: the head split matters.
+  vit::SelfAttention one(12, 1);
+  one->to(torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < one->parameters().size(); ++i) one->parameters()[i].copy_(attention->parameters()[i]);
+  EXPECT_FALSE(torch::allclose(one->forward(x), y, 1e-6, 1e-6));
+}
+
+TEST(VitModel, ShapesAndParameterCount) {
+  vit::ViTOptions o;
+  o.width = 32, o.blocks = 2, o.heads = 4, o.patch = 7;
+  o.norms = vit::parse_norm_sites("pln", 8, "");
+  vit::VisionTransformer net(o);
+  const auto logits = net->forward(torch::randn({3, 1, 28, 28}));
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10}));
+  int64_t params = 0;
+  for (const auto& p : net->parameters()) params += p.numel();
+  // patch conv + cls + positions + 2 x (2 norms + qkv + proj + fc1 + fc2) + final norm + head
+  const int64_t c = 32, block = 2 * 2 * c + (3 * c * c + 3 * c) + (c * c + c) + (4 * c * c + 4 * c) + (4 * c * c + c);
+  EXPECT_EQ(params, (49 * c + c) + c + 17 * c + 2 * block + 2 * c + (10 * c + 10));
+  const auto text = c10::str(*net);
+  EXPECT_NE(text.find("tokens=17"), std::string::npos) << text;
+  EXPECT_NE(text.find("norms attn/mlp/final=PLN(8)/PLN(8)/PLN(8)"), std::string::npos) << text;
+}
+
+TEST(VitModel, NormSiteSelection) {
+  const auto sites = vit::parse_norm_sites("pln", 4, "mlp:none,final:ln");
+  EXPECT_EQ(sites.attn.kind, "pln");
+  EXPECT_EQ(sites.attn.group, 4);
+  EXPECT_EQ(sites.mlp.kind, "none");
+  EXPECT_EQ(sites.final.kind, "ln");
+  vit::ViTOptions o;
+  o.width = 16, o.blocks = 2, o.heads = 2;
+  o.norms = vit::parse_norm_sites("pls", 4, "mlp:none,final:ln");
+  vit::VisionTransformer net(o);
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
+  for (const auto& item : net->named_modules()) modules[item.key()] = item.value();
+  for (const char* block : {"blocks.0", "blocks.1"}) {
+    const auto* norm = modules.at(std::string(block) + ".norm_attn")->as<pln::ParallelLN>();
+    ASSERT_NE(norm, nullptr) << block;
+    EXPECT_EQ(norm->options.num_per_group(), 4);
+    EXPECT_EQ(norm->options.dim(), 3);
+    EXPECT_FALSE(norm->options.centering());  // PLS
+    EXPECT_NE(modules.at(std::string(block) + ".norm_mlp")->as<torch::nn::Identity>(), nullptr) << block;
+  }
+  EXPECT_NE(modules.at("norm")->as<torch::nn::LayerNorm>(), nullptr);
+  // The PLN sites act in the forward pass: PLS(4) normalises every group of
+  // the attention's input, so scaling the tokens leaves the attention unchanged.
+  net->eval();
+  const auto x = torch::randn({2, 17, 16});
+  auto& block0 = *net->blocks[0]->as<vit::Block>();
+  const auto branch = [&](const torch::Tensor& in) {
+    return block0.attention->forward(block0.norm_attn.forward(in));
+  };
+  EXPECT_TRUE(torch::allclose(branch(x), branch(3.0 * x), 1e-4, 1e-5));
+}
+
+TEST(VitModel, BadOptionsNameTheProblem) {
+  EXPECT_NE(error_of([] { vit::parse_norm_sites("pln", 4, "ffn:ln"); }).find("unknown site 'ffn'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { vit::parse_norm_sites("pln", 4, "final"); }).find("entry 'final' is not site:kind"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { vit::parse_norm_sites("bn", 4, ""); }).find("norm must be ln, pln, pls or none, got 'bn'"),
+            std::string::npos);
+  const auto options = [](auto change) {
+    vit::ViTOptions o;
+    o.norms = vit::parse_norm_sites("pln", 8, "");
+    change(o);
+    return error_of([&] { vit::VisionTransformer net(o); });
+  };
+  EXPECT_NE(options([](auto& o) { o.norms.mlp.group = 48; }).find("group 48 of the mlp norm (pln) must divide the width 128"),
+            std::string::npos);
+  EXPECT_NE(options([](auto& o) { o.heads = 3; }).find("heads 3 must divide the width 128"), std::string::npos);
+  EXPECT_NE(options([](auto& o) { o.patch = 5; }).find("patch 5 must divide the image size 28"), std::string::npos);
+  EXPECT_NE(options([](auto& o) { o.act = "tanh"; }).find("act must be gelu, relu or none, got 'tanh'"),
+            std::string::npos);
+  EXPECT_NE(options([](auto& o) { o.drop_path = 1.0; }).find("drop_path must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(error_of([] { vit::size_defaults("huge"); }).find("size must be micro, tiny or small, got 'huge'"),
+            std::string::npos);
+  Config c = vit::vit_defaults();
+  c["width"] = -1;
+  EXPECT_NE(error_of([&] { vit::options_from_config(c, 1, 28, 10); }).find("width must be >= 0"), std::string::npos);
+}
+
+TEST(VitModel, DropPathOnlyInTraining) {
+  torch::manual_seed(0);
+  const auto x = torch::ones({1000, 3, 4});
+  EXPECT_TRUE(torch::equal(vit::drop_path(x, 0.3, false), x));
+  const auto y = vit::drop_path(x, 0.3, true);
+  const auto kept = y.select(2, 0).select(1, 0).gt(0).to(torch::kFloat64).mean().item<double>();
+  EXPECT_NEAR(kept, 0.7, 0.06);
+  EXPECT_TRUE(torch::allclose(y.masked_select(y.gt(0)), torch::full({1}, 1.0 / 0.7)));
+}
+
+Config tiny_run_config() {
+  Config c = vit::vit_defaults();
+  c.update(Config{{"n_train", 96}, {"n_test", 64}, {"width", 16}, {"blocks", 1}, {"heads", 2}, {"group", 4},
+                  {"epochs", 3}, {"batch_size", 32}, {"warmup", 1.0}, {"drop_path", 0.1}, {"label_smoothing", 0.1}});
+  return c;
+}
+
+std::vector<std::vector<std::string>> rows_without_seconds(const fs::path& csv) {
+  auto t = read_csv(csv);
+  const auto seconds = t.column("seconds");
+  for (auto& row : t.rows) row.erase(row.begin() + static_cast<long>(seconds));
+  return t.rows;
+}
+
+TEST(VitTraining, ResumedRunEqualsUninterruptedRun) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+  torch::set_num_threads(1);
+  const auto dir = fresh_dir("vit-resume");
+  const Config c = tiny_run_config();
+  fs::create_directories(dir / "whole");
+  fs::create_directories(dir / "parts");
+  const auto whole = vit::train_vit(c, {dir / "whole", 1, false}, {});
+  ASSERT_TRUE(whole.has_value());
+  // Killed after each epoch and resumed: three sessions.
+  EXPECT_FALSE(vit::train_vit(c, {dir / "parts", 1, false}, {false, 1}).has_value());
+  ASSERT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
+  EXPECT_EQ(read_csv(dir / "parts" / "epochs.csv").rows.size(), 1u);
+  EXPECT_FALSE(vit::train_vit(c, {dir / "parts", 1, true}, {true, 1}).has_value());
+  const auto resumed = vit::train_vit(c, {dir / "parts", 1, true}, {true, 0});
+  ASSERT_TRUE(resumed.has_value());
+  for (const char* key : {"test_top1", "test_top5", "best_test_top1", "train_acc", "final_loss", "train_eval_loss",
+                          "test_loss", "epochs_done", "best_epoch"}) {
+    EXPECT_DOUBLE_EQ((*resumed)[key].get<double>(), (*whole)[key].get<double>()) << key;
+  }
+  EXPECT_EQ(rows_without_seconds(dir / "parts" / "epochs.csv"), rows_without_seconds(dir / "whole" / "epochs.csv"));
+  EXPECT_EQ((*whole)["epochs_done"].get<int64_t>(), 3);
+  fs::remove_all(dir);
+}
+
+TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+  torch::set_num_threads(1);
+  const auto dir = fresh_dir("vit-ckpt-errors");
+  Config c = tiny_run_config();
+  c["epochs"] = 2;
+  EXPECT_FALSE(vit::train_vit(c, {dir, 1, false}, {false, 1}).has_value());
+  Config other = c;
+  other["lr"] = 0.5;
+  const auto message = error_of([&] { vit::train_vit(other, {dir, 1, true}, {true, 0}); });
+  EXPECT_NE(message.find("was written with another configuration (lr: 0.001 -> 0.5)"), std::string::npos) << message;
+  {
+    std::ofstream(dir / "checkpoint.pt", std::ios::binary | std::ios::trunc) << "not a checkpoint";
+  }
+  const auto corrupt = error_of([&] { vit::train_vit(c, {dir, 1, true}, {true, 0}); });
+  EXPECT_NE(corrupt.find("checkpoint.pt is unreadable or corrupt"), std::string::npos) << corrupt;
+  // Without --resume the run starts again and replaces the stale checkpoint.
+  EXPECT_TRUE(vit::train_vit(c, {dir, 1, false}, {false, 0}).has_value());
+  fs::remove_all(dir);
+}
+
+TEST(VitTraining, BadTrainingKeysNameTheProblem) {
+  const auto dir = fresh_dir("vit-bad-keys");
+  const auto error_for = [&](const char* key, const Config& value) {
+    Config c = tiny_run_config();
+    c[key] = value;
+    return error_of([&] { vit::train_vit(c, {dir, 1, false}, {}); });
+  };
+  EXPECT_NE(error_for("label_smoothing", 1.0).find("label_smoothing must be in [0, 1), got 1"), std::string::npos);
+  EXPECT_NE(error_for("clip_grad", -1.0).find("clip_grad must be >= 0"), std::string::npos);
+  EXPECT_NE(error_for("warmup", -2.0).find("warmup must be >= 0 epochs"), std::string::npos);
+  EXPECT_NE(error_for("epochs", 0).find("epochs must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(error_for("norm_sites", "attn:bn").find("norm_sites entry 'attn:bn'"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(VitRuns, SmokeRunReportsTheContract) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+  const auto dir = fresh_dir("vit-smoke");
+  RunRequest request;
+  request.preset = "smoke";
+  request.out = dir;
+  request.threads = 2;
+  const auto summary = run_experiment(find_experiment("vit"), request);
+  for (const char* key : {"test_top1", "test_top5", "train_acc", "seconds", "best_test_top1", "final_loss"}) {
+    EXPECT_TRUE(std::isfinite(summary[key].get<double>())) << key;
+  }
+  EXPECT_GE(summary["test_top5"].get<double>(), summary["test_top1"].get<double>());
+  EXPECT_GT(summary["test_top1"].get<double>(), 0.2);  // chance is 0.1
+  EXPECT_EQ(read_csv(dir / "epochs.csv").rows.size(), 2u);
+  EXPECT_TRUE(fs::exists(dir / "checkpoint.pt"));
+  // --resume of a finished run takes no step and reports the same figures.
+  request.resume = true;
+  const auto again = run_experiment(find_experiment("vit"), request);
+  EXPECT_EQ(again["test_top1"], summary["test_top1"]);
+  EXPECT_EQ(again["train_acc"], summary["train_acc"]);
+  // Experiments without checkpoints refuse --resume.
+  request.out = dir / "pinn";
+  EXPECT_NE(error_of([&] { run_experiment(find_experiment("pinn"), request); }).find("pinn keeps no checkpoint"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
