@@ -8,15 +8,13 @@ images, float32, one thread (OPENBLAS_NUM_THREADS too).
     /usr/bin/python3 bench/bench_cnn.py [--width 16] [--threads 1] [--quick]
 """
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_common import best_alternating
+from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,18 +68,11 @@ print({images} / (time.perf_counter() - t0))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser = side_by_side_parser(__doc__, "few images (a test)")
     parser.add_argument("--width", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
-    parser.add_argument("--quick", action="store_true", help="few images (a test)")
     args = parser.parse_args()
-    if not Path(args.pln).exists():
-        sys.exit(f"bench_cnn: {args.pln} not found; build it with `make` or pass --pln")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    env, repeats = side_by_side_setup(args, "bench_cnn")
     images = 256 if args.quick else 2048
-    repeats = 1 if args.quick else args.repeats
     cpp, py = best_alternating(lambda: run_cpp(args.pln, args.width, images, args.threads, env),
                                lambda: run_python(args.width, images, args.threads, env), repeats)
     print(f"CNN training, PLN(4) width {args.width}, 3 stages, batch 128, 28x28 images, float32, "

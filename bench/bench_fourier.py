@@ -6,7 +6,6 @@ full-batch Adam on the MSE, one thread (OPENBLAS_NUM_THREADS too).
     /usr/bin/python3 bench/bench_fourier.py [--width 512] [--points 1024] [--threads 1] [--quick]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -15,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import best_alternating
+from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,19 +62,12 @@ print({steps} / (time.perf_counter() - t0))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser = side_by_side_parser(__doc__, "few steps (a test)")
     parser.add_argument("--width", type=int, default=512)
     parser.add_argument("--points", type=int, default=1024)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
-    parser.add_argument("--quick", action="store_true", help="few steps (a test)")
     args = parser.parse_args()
-    if not Path(args.pln).exists():
-        sys.exit(f"bench_fourier: {args.pln} not found; build it with `make` or pass --pln")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    env, repeats = side_by_side_setup(args, "bench_fourier")
     steps = 20 if args.quick else 2000
-    repeats = 1 if args.quick else args.repeats
     cpp, py = best_alternating(lambda: run_cpp(args.pln, args.width, args.points, args.threads, steps, env),
                                lambda: run_python(args.width, args.points, args.threads, steps // 2), repeats)
     print(f"Fourier fitting step, PLN(4)-Net width {args.width}, {args.points} points, float32, Adam, "

@@ -7,15 +7,13 @@ Both sides get OPENBLAS_NUM_THREADS = --threads, so "one thread" is one core.
     /usr/bin/python3 bench/bench_pinn.py [--points 1000,5000] [--threads 1] [--quick]
 """
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_common import best_alternating
+from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,21 +36,15 @@ def run_python(points, width, depth, threads, iters, env):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pln", default=str(ROOT / "build" / "apps" / "pln"), help="the pln program")
+    parser = side_by_side_parser(__doc__, "few points and iterations (a test)")
     parser.add_argument("--points", default="1000,5000")
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--depth", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; the best counts")
-    parser.add_argument("--quick", action="store_true", help="few points and iterations (a test)")
     args = parser.parse_args()
-    if not Path(args.pln).exists():
-        sys.exit(f"bench_pinn: {args.pln} not found; build it with `make` or pass --pln")
+    env, repeats = side_by_side_setup(args, "bench_pinn")
     points = [200] if args.quick else [int(p) for p in args.points.split(",")]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     print(f"PINN training, 1-D Helmholtz, width {args.width}, {args.depth} hidden PLN(4) layers, "
-          f"float64, Adam, {args.threads} thread(s), best of {1 if args.quick else args.repeats} runs per side")
+          f"float64, Adam, {args.threads} thread(s), best of {repeats} runs per side")
     print(f"{'points':>7} {'pln it/s':>10} {'PyTorch it/s':>13} {'ratio':>7}")
     for n in points:
         # A few seconds per run; the sides alternate so drifting machine load hits both.
@@ -61,7 +53,7 @@ def main():
         cpp, py = best_alternating(
             lambda: run_cpp(args.pln, n, args.width, args.depth, args.threads, cpp_iters, env),
             lambda: run_python(n, args.width, args.depth, args.threads, py_iters, env),
-            1 if args.quick else args.repeats)
+            repeats)
         print(f"{n:>7} {cpp:>10.2f} {py:>13.2f} {cpp / py:>6.1f}x", flush=True)
 
 

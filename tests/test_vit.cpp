@@ -8,6 +8,7 @@
 #include "vit/checkpoint.h"
 #include "vit/model.h"
 #include "vit/train.h"
+#include "vit/vit.h"
 
 #include <pln/pln.h>
 
@@ -259,6 +260,46 @@ TEST(VitRuns, SmokeRunReportsTheContract) {
   request.out = dir / "pinn";
   EXPECT_NE(error_of([&] { run_experiment(find_experiment("pinn"), request); }).find("pinn keeps no checkpoint"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(VitPlots, GroupSweepFromRecords) {
+  const auto dir = fresh_dir("vit-plot");
+  CsvTable t;
+  t.header = {"cell", "group", "seed", "norm", "labels", "norm_sites", "best_test_top1", "test_top5", "train_acc"};
+  const auto row = [&](const std::string& group, const std::string& norm, const std::string& labels, double best,
+                       double train) {
+    t.rows.push_back({"c" + std::to_string(t.rows.size()), group, "0", norm, labels, "", std::to_string(best), "0.9",
+                      std::to_string(train)});
+  };
+  row("2", "pln", "clean", 0.50, 0.1);
+  row("2", "pln", "clean", 0.70, 0.1);
+  row("2", "pln", "clean", 0.60, 0.1);
+  row("8", "pln", "clean", 0.80, 0.1);
+  row("C", "ln", "clean", 0.75, 0.1);
+  row("8", "pln", "random", 0.1, 0.42);
+  row("C", "ln", "random", 0.1, 0.30);
+  vit::plot_group_sweep(dir, t);
+  for (const char* figure : {"accuracy_vs_group", "memorisation_vs_group"}) {
+    EXPECT_TRUE(fs::exists(dir / (std::string(figure) + ".png"))) << figure;
+    EXPECT_TRUE(fs::exists(dir / (std::string(figure) + ".svg"))) << figure;
+  }
+  std::ifstream in(dir / "group_sweep.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| 2 | 3 | 0.6000 | 0.5000 | 0.7000 |"), std::string::npos) << md;  // median and range of g = 2
+  EXPECT_NE(md.find("| C (LN) | 1 | 0.7500 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## random labels: final training accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 8 | 1 | 0.4200 |"), std::string::npos) << md;
+  const auto sweep = read_csv(dir / "plot-data" / "group_sweep_clean.csv");
+  ASSERT_EQ(sweep.rows.size(), 2u);  // g = 2 and g = 8; LN is the reference line
+  EXPECT_EQ(sweep.rows[0][0], "2");
+  CsvTable none = t;
+  none.rows.clear();
+  EXPECT_NE(error_of([&] { vit::plot_group_sweep(dir, none); }).find("no rows to plot"), std::string::npos);
   fs::remove_all(dir);
 }
 
