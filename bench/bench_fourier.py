@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
