@@ -2,7 +2,9 @@
 // implementation, norm-site selection, option errors, checkpoint/resume
 // equivalence and a smoke run.
 
+#include "common/atomic_file.h"
 #include "common/csv.h"
+#include "common/grid.h"
 #include "common/run.h"
 #include "experiment_helpers.h"
 #include "vit/checkpoint.h"
@@ -300,6 +302,38 @@ TEST(VitPlots, GroupSweepFromRecords) {
   CsvTable none = t;
   none.rows.clear();
   EXPECT_NE(error_of([&] { vit::plot_group_sweep(dir, none); }).find("no rows to plot"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(VitGrid, CellsResumeOnlyARunOfTheirOwnSettings) {
+  const auto& experiment = find_experiment("vit");
+  const auto& spec = find_grid(experiment, "cpu");
+  const auto cells = expand_grid(spec);
+  ASSERT_EQ(cells.size(), 21u);
+  const auto dir = fresh_dir("vit-grid-resume");
+  const auto& cell = cells[3];
+  const auto resumes = [&] { return cell_command(experiment, spec, cell, dir, 1).back() == "--resume"; };
+  EXPECT_TRUE(resumes());  // nothing there yet: --resume starts from the beginning
+  fs::create_directories(dir / cell.id);
+  Config record = {{"preset", spec.preset}, {"set", cell.sets},
+                   {"config", resolve_config(experiment, spec.preset, cell.sets)}};
+  const auto write = [&] { write_file_atomic(dir / cell.id / "config.json", record.dump(2)); };
+  write();
+  EXPECT_TRUE(resumes());  // an interrupted run of this very cell
+  record["config"]["epochs"] = 99;
+  write();
+  EXPECT_FALSE(resumes());  // the preset's values changed since
+  record["config"] = resolve_config(experiment, spec.preset, cell.sets);
+  record["set"] = std::vector<std::string>{"norm=ln"};
+  write();
+  EXPECT_FALSE(resumes());  // another cell's run
+  EXPECT_NE(cell_command(find_experiment("pinn"), find_grid(find_experiment("pinn"), "smoke"),
+                         expand_grid(find_grid(find_experiment("pinn"), "smoke"))[0], dir, 1).back(),
+            "--resume");
   fs::remove_all(dir);
 }
 

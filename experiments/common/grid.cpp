@@ -64,10 +64,19 @@ bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem
   return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(spec, cell, out);
 }
 
-// A cell directory holding a run of other settings: its checkpoint, if any,
-// must not be resumed.
-bool ran_with_other_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
-  return std::filesystem::exists(out / cell.id / "config.json") && !ran_with_cell_settings(spec, cell, out);
+// A cell directory holding a run of other settings (another preset, other
+// overrides, or a preset whose values have changed since): its checkpoint, if
+// any, must not be resumed.
+bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
+                             const std::filesystem::path& out) {
+  const auto file = out / cell.id / "config.json";
+  if (!std::filesystem::exists(file)) return false;
+  if (!ran_with_cell_settings(spec, cell, out)) return true;
+  try {
+    return read_json(file).at("config") != resolve_config(experiment, spec.preset, cell.sets);
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 }  // namespace
@@ -130,7 +139,7 @@ std::vector<std::string> cell_command(const Experiment& experiment, const GridSp
     argv.push_back(s);
   }
   argv.insert(argv.end(), {"--threads", std::to_string(threads), "--out", (out / cell.id).string()});
-  if (experiment.resumable && !ran_with_other_settings(spec, cell, out)) argv.push_back("--resume");
+  if (experiment.resumable && !ran_with_other_settings(experiment, spec, cell, out)) argv.push_back("--resume");
   return argv;
 }
 

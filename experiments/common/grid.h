@@ -42,7 +42,9 @@ int run_grid(const Experiment& experiment, const GridRequest& request);
 /// The axis names recorded in DIR/grid.json (empty when there is none).
 std::vector<std::string> grid_axes(const std::filesystem::path& dir);
 
-/// The command line that runs one cell.
+/// The command line that runs one cell. Cells of resumable experiments get
+/// --resume, unless the cell's directory holds a run of other settings
+/// (another preset or overrides, or preset values changed since), which starts again.
 std::vector<std::string> cell_command(const Experiment& experiment, const GridSpec& spec,
                                       const GridCell& cell, const std::filesystem::path& out,
                                       int threads);
