@@ -3,39 +3,35 @@ against the same network in plain PyTorch with the original module's composed
 PLN (dim=4, channel groups at every pixel): three stages of conv3x3 -> PLN(4)
 with 16, 32, 64 channels, average pooling between stages, global pooling,
 linear classifier; SGD with momentum, batches of 128 Fashion-MNIST-sized
-images, float32, one thread (OPENBLAS_NUM_THREADS too).
+images, float32, one thread (OPENBLAS_NUM_THREADS too). Each side trains two epochs
+and is timed on the second.
 
     /usr/bin/python3 bench/bench_cnn.py [--width 16] [--threads 1] [--quick]
 """
 
-import json
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
+from bench_common import (best_alternating, pln_last_epoch_rate, python_rate, side_by_side_parser,
+                          side_by_side_setup)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cpp(pln, width, images, threads, env):
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [str(pln), "cnn", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
-               "norm=pln", "group=4", "act=none", f"width={width}", "depth=1", f"n_train={images}",
-               "n_test=128", "epochs=2", "batch_size=128", "labels=clean"]
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-        return json.loads((Path(out) / "summary.json").read_text())["images_per_s"]
+    return pln_last_epoch_rate(
+        [pln, "cnn", "--preset", "cpu", "--threads", threads, "--set", "norm=pln", "group=4", "act=none",
+         f"width={width}", "depth=1", f"n_train={images}", "n_test=128", "epochs=2", "batch_size=128",
+         "labels=clean"], images, env)
 
 
 def run_python(width, images, threads, env):
     code = f"""
-import sys, time, torch
+import sys, torch
 import torch.nn as nn
 sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
 sys.path.insert(0, {str(ROOT / 'bench')!r})
 from original import OriginalParallelLN
-from bench_common import keep_freed_memory
+from bench_common import images_per_second, keep_freed_memory
 keep_freed_memory()
 torch.set_num_threads({threads})
 torch.manual_seed(0)
@@ -50,21 +46,13 @@ net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch
 x = torch.randn({images}, 1, 28, 28)
 y = torch.randint(0, 10, ({images},))
 opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-def epoch():
-    order = torch.randperm({images})
-    for i in range(0, {images}, 128):
-        idx = order[i:i + 128]
-        opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
-        loss.backward()
-        opt.step()
-epoch()
-t0 = time.perf_counter()
-epoch()
-print({images} / (time.perf_counter() - t0))
+def step(idx):
+    opt.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(net(x[idx]), y[idx]).backward()
+    opt.step()
+print(images_per_second(step, {images}))
 """
-    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return python_rate(code, env)
 
 
 def main():

@@ -1,9 +1,13 @@
 """Shared by the Python benchmark scripts."""
 
 import argparse
+import csv
 import ctypes
+import json
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,3 +52,50 @@ def side_by_side_setup(args, name):
         sys.exit(f"{name}: {args.pln} not found; build it with `make` or pass --pln")
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     return env, 1 if args.quick else args.repeats
+
+
+def pln_summary_value(command, metric, env):
+    """Runs a `pln` run command (without --out) into a temporary directory and
+    returns `metric` from its summary.json."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([*map(str, command), "--out", out], check=True, env=env, stdout=subprocess.DEVNULL)
+        return json.loads((Path(out) / "summary.json").read_text())[metric]
+
+
+def pln_last_epoch_rate(command, images, env):
+    """Runs a `pln` image run command (without --out, two epochs or more) into a
+    temporary directory and returns the images per second of its last epoch,
+    from epochs.csv's cumulative training seconds: the same measure as
+    images_per_second on the Python side, with the first epoch as warm-up."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([*map(str, command), "--out", out], check=True, env=env, stdout=subprocess.DEVNULL)
+        with open(Path(out) / "epochs.csv", newline="") as f:
+            seconds = [float(row["seconds"]) for row in csv.DictReader(f)]
+    if len(seconds) < 2:
+        sys.exit(f"{command[1]} ran {len(seconds)} epoch(s); the benchmark needs two")
+    return images / (seconds[-1] - seconds[-2])
+
+
+def python_rate(code, env):
+    """Runs `code` in a fresh interpreter (one process per side keeps the
+    comparison honest) and returns the number it prints last."""
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def images_per_second(step, images, batch=128):
+    """Images per second of the second of two epochs of `step(indices)` over
+    shuffled batches; the first epoch warms up."""
+    import time
+
+    import torch
+
+    def epoch():
+        order = torch.randperm(images)
+        for i in range(0, images, batch):
+            step(order[i:i + batch])
+
+    epoch()
+    start = time.perf_counter()
+    epoch()
+    return images / (time.perf_counter() - start)

@@ -6,25 +6,19 @@ full-batch Adam on the MSE, one thread (OPENBLAS_NUM_THREADS too).
     /usr/bin/python3 bench/bench_fourier.py [--width 512] [--points 1024] [--threads 1] [--quick]
 """
 
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
+from bench_common import (best_alternating, pln_summary_value, python_rate, side_by_side_parser,
+                          side_by_side_setup)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cpp(pln, width, points, threads, steps, env):
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [str(pln), "fourier", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
-               "layer=pln", "group=4", f"width={width}", f"n_train={points}", "K=8", f"steps={steps}",
-               "log_every=1000000"]
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-        return json.loads((Path(out) / "summary.json").read_text())["iters_per_s"]
+    return pln_summary_value(
+        [pln, "fourier", "--preset", "cpu", "--threads", threads, "--set", "layer=pln", "group=4",
+         f"width={width}", f"n_train={points}", "K=8", f"steps={steps}", "log_every=1000000"], "iters_per_s", env)
 
 
 def run_python(width, points, threads, steps):
@@ -56,8 +50,7 @@ for _ in range({steps}):
 print({steps} / (time.perf_counter() - t0))
 """
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return python_rate(code, env)
 
 
 def main():

@@ -2,36 +2,32 @@
 against the same micro ViT in plain PyTorch with the original module's composed
 PLN (bench/vit_reference.py): 128 wide (--width), 4 blocks, 4 heads, patch 7 on 28 x 28
 images (17 tokens), PLN(8) at every norm site, GELU, AdamW, gradient clipping,
-batches of 128, float32, one thread (OPENBLAS_NUM_THREADS too).
+batches of 128, float32, one thread (OPENBLAS_NUM_THREADS too). Each side trains two epochs
+and is timed on the second.
 
     /usr/bin/python3 bench/bench_vit.py [--width 128] [--group 8] [--threads 1] [--quick]
 """
 
-import json
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from bench_common import best_alternating, side_by_side_parser, side_by_side_setup
+from bench_common import (best_alternating, pln_last_epoch_rate, python_rate, side_by_side_parser,
+                          side_by_side_setup)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cpp(pln, width, group, images, threads, env):
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [str(pln), "vit", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
-               "norm=pln", f"width={width}", f"group={group}", "act=gelu", f"n_train={images}", "n_test=128", "epochs=2",
-               "batch_size=128", "labels=clean", "clip_grad=1"]
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-        return json.loads((Path(out) / "summary.json").read_text())["images_per_s"]
+    return pln_last_epoch_rate(
+        [pln, "vit", "--preset", "cpu", "--threads", threads, "--set", "norm=pln", f"width={width}",
+         f"group={group}", "act=gelu", f"n_train={images}", "n_test=128", "epochs=2", "batch_size=128",
+         "labels=clean", "clip_grad=1"], images, env)
 
 
 def run_python(width, group, images, threads, env):
     code = f"""
-import sys, time, torch
+import sys, torch
 sys.path.insert(0, {str(ROOT / 'bench')!r})
-from bench_common import keep_freed_memory
+from bench_common import images_per_second, keep_freed_memory
 from vit_reference import VisionTransformer, optimizer
 keep_freed_memory()
 torch.set_num_threads({threads})
@@ -40,22 +36,14 @@ net = VisionTransformer(width={width}, group={group})
 opt = optimizer(net)
 x = torch.randn({images}, 1, 28, 28)
 y = torch.randint(0, 10, ({images},))
-def epoch():
-    order = torch.randperm({images})
-    for i in range(0, {images}, 128):
-        idx = order[i:i + 128]
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        opt.step()
-epoch()
-t0 = time.perf_counter()
-epoch()
-print({images} / (time.perf_counter() - t0))
+def step(idx):
+    opt.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(net(x[idx]), y[idx]).backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+print(images_per_second(step, {images}))
 """
-    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return python_rate(code, env)
 
 
 def main():
