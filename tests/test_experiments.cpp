@@ -12,6 +12,7 @@
 #include <common/run.h>
 #include <common/schedule.h>
 #include <common/schema.h>
+#include <common/snapshot.h>
 #include <pinn/network.h>
 #include <pinn/ntk.h>
 #include <pinn/problem.h>
@@ -357,6 +358,34 @@ TEST(PinnRun, BadConfigurationIsRejectedBeforeTraining) {
   request.preset = "huge";
   EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("unknown preset 'huge'; known: smoke, cpu, paper"), std::string::npos);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pln::exp
+
+namespace pln::exp {
+namespace {
+
+TEST(DivergenceGuard, PutsBackTheLastParametersWithAFiniteLoss) {
+  torch::nn::Linear net(3, 2);
+  DivergenceGuard guard("test");
+  EXPECT_TRUE(guard.check(0.5, 0, *net));
+  guard.keep(*net);
+  const auto kept = net->weight.detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    net->weight.add_(5.0);
+  }
+  EXPECT_FALSE(guard.diverged());
+  EXPECT_FALSE(guard.check(std::nan(""), 7, *net));
+  EXPECT_TRUE(guard.diverged());
+  EXPECT_EQ(guard.diverged_at(), 7);
+  EXPECT_TRUE(torch::equal(net->weight, kept));
+  // Nothing kept yet (the first step of a session): the parameters stay as they are.
+  DivergenceGuard fresh("test");
+  const auto now = net->weight.detach().clone();
+  EXPECT_FALSE(fresh.check(INFINITY, 0, *net));
+  EXPECT_TRUE(torch::equal(net->weight, now));
 }
 
 }  // namespace

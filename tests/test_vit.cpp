@@ -238,6 +238,22 @@ TEST(VitTraining, BadTrainingKeysNameTheProblem) {
   fs::remove_all(dir);
 }
 
+TEST(VitTraining, DivergenceKeepsTheLastFiniteParameters) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+  torch::set_num_threads(1);
+  const auto dir = fresh_dir("vit-diverge");
+  Config c = tiny_run_config();
+  c.update(Config{{"lr", 1e30}, {"warmup", 0.0}, {"clip_grad", 0.0}});
+  const auto summary = vit::train_vit(c, {dir, 1, false}, {});
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_GE((*summary)["diverged_at"].get<int64_t>(), 1);
+  for (const char* key : {"test_top1", "train_acc", "final_loss", "train_eval_loss"}) {
+    EXPECT_TRUE(std::isfinite((*summary)[key].get<double>())) << key;
+  }
+  EXPECT_FALSE(fs::exists(dir / "checkpoint.pt"));  // the diverged epoch is not checkpointed
+  fs::remove_all(dir);
+}
+
 TEST(VitRuns, SmokeRunReportsTheContract) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
   const auto dir = fresh_dir("vit-smoke");

@@ -125,9 +125,9 @@ Config run(const Config& c, const RunContext& ctx) {
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
   Progress progress("fourier", steps);
-  ParameterSnapshot last_finite;
+  DivergenceGuard guard("fourier");
   double loss_value = NAN, train_seconds = 0;
-  int64_t done = 0, diverged_at = -1;
+  int64_t done = 0;
   for (int64_t step = 0; step < steps; ++step) {
     const auto t0 = Clock::now();
     const double lr = schedule.at(step);
@@ -135,15 +135,9 @@ Config run(const Config& c, const RunContext& ctx) {
     optimizer.zero_grad();
     const auto loss = torch::mse_loss(net->forward(x), y);
     const double value = loss.item<double>();
-    if (!std::isfinite(value)) {
-      diverged_at = step;
-      if (done > 0) last_finite.restore(*net);
-      fmt::print("fourier: loss is {} at step {}; training stops, metrics are those of the parameters "
-                 "of step {} (the last finite loss)\n", value, step, done > 0 ? done - 1 : 0);
-      break;
-    }
+    if (!guard.check(value, step, *net)) break;
     loss.backward();
-    last_finite.save(*net);
+    guard.keep(*net);
     optimizer.step();
     train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
@@ -160,7 +154,7 @@ Config run(const Config& c, const RunContext& ctx) {
   const double max_err = err.abs().max().item<double>();
   write_fit(net, target, x_test, ctx.out / "fit.csv");
   return {{"rel_l2", rel_l2}, {"max_err", max_err}, {"final_loss", loss_value}, {"steps_done", done},
-          {"diverged_at", diverged_at}, {"n_train_used", s.n_train}, {"n_params", n_params},
+          {"diverged_at", guard.diverged_at()}, {"n_train_used", s.n_train}, {"n_params", n_params},
           {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
           {"iters_per_s", train_seconds > 0 ? double(done) / train_seconds : 0.0}};
 }

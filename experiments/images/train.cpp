@@ -87,11 +87,11 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
   auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(get_int(c, "seed")) + 1);
   StepLog log(ctx.out / "epochs.csv", {"epoch", "train_loss", "train_acc", "test_acc", "lr", "seconds"}, 1);
   Progress progress(experiment, epochs * steps_per_epoch);
-  ParameterSnapshot last_finite;
+  DivergenceGuard guard(experiment);
   double train_seconds = 0, final_loss = NAN;
-  int64_t step = 0, epochs_done = 0, diverged_at = -1, images_seen = 0;
+  int64_t step = 0, epochs_done = 0, images_seen = 0;
   net->train();
-  for (int64_t epoch = 0; epoch < epochs && diverged_at < 0; ++epoch) {
+  for (int64_t epoch = 0; epoch < epochs && !guard.diverged(); ++epoch) {
     const auto t0 = Clock::now();
     const auto order = torch::randperm(n, generator, torch::kInt64);
     double loss_sum = 0;
@@ -106,15 +106,9 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
       const auto logits = net->forward(xb);
       const auto loss = torch::nn::functional::cross_entropy(logits, yb);
       const double value = loss.item<double>();
-      if (!std::isfinite(value)) {
-        diverged_at = step;
-        if (step > 0) last_finite.restore(*net);
-        fmt::print("{}: loss is {} at step {}; training stops, metrics are those of the last finite loss\n",
-                   experiment, value, step);
-        break;
-      }
+      if (!guard.check(value, step, *net)) break;
       loss.backward();
-      last_finite.save(*net);
+      guard.keep(*net);
       optimizer->step();
       loss_sum += value * double(idx.size(0));
       correct += logits.argmax(1).eq(yb).sum().item<int64_t>();
@@ -136,7 +130,7 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
   const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512);
   return {{"train_acc", train_acc}, {"test_acc", test_acc}, {"final_loss", std::isfinite(final_loss) ? final_loss : train_eval_loss},
           {"train_eval_loss", train_eval_loss}, {"test_loss", test_loss}, {"epochs_done", epochs_done},
-          {"diverged_at", diverged_at}, {"n_params", n_params},
+          {"diverged_at", guard.diverged_at()}, {"n_params", n_params},
           {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
           {"images_per_s", train_seconds > 0 ? double(images_seen) / train_seconds : 0.0}};
 }

@@ -184,9 +184,9 @@ Config run(const Config& c, const RunContext& ctx) {
   eval_log.add({0, initial.rel_l2, initial.mse});
 
   Progress progress("pinn", iters);
-  ParameterSnapshot last_finite;
+  DivergenceGuard guard("pinn");
   double train_seconds = 0, loss_value = NAN;
-  int64_t done = 0, diverged_at = -1;
+  int64_t done = 0;
   for (int64_t step = 0; step < iters; ++step) {
     const auto t0 = Clock::now();
     const double lr = schedule.at(step);
@@ -197,15 +197,9 @@ Config run(const Config& c, const RunContext& ctx) {
     const auto loss_bc = (net->forward(x_bd).squeeze(1) - u_bd).square().mean();
     const auto loss = loss_pde + bc_weight * loss_bc;
     const double value = loss.item<double>();
-    if (!std::isfinite(value)) {
-      diverged_at = step;
-      if (done > 0) last_finite.restore(*net);
-      fmt::print("pinn: loss is {} at step {}; training stops, metrics are those of the parameters "
-                 "of step {} (the last finite loss)\n", value, step, done > 0 ? done - 1 : 0);
-      break;
-    }
+    if (!guard.check(value, step, *net)) break;
     loss.backward();
-    last_finite.save(*net);
+    guard.keep(*net);
     optimizer->step();
     train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
@@ -225,7 +219,7 @@ Config run(const Config& c, const RunContext& ctx) {
   const auto final = evaluate(net, s.problem, test);
   if (eval_every == 0 || done % eval_every != 0) eval_log.add({double(done), final.rel_l2, final.mse});
   Config summary = {{"rel_l2", final.rel_l2}, {"mse", final.mse}, {"final_loss", loss_value},
-                    {"iters", done}, {"diverged_at", diverged_at}, {"n_params", net->parameter_count()}};
+                    {"iters", done}, {"diverged_at", guard.diverged_at()}, {"n_params", net->parameter_count()}};
   if (ntk_every > 0) {
     const auto stats = ntk.record(net, "final", done, ntk_sets);
     summary["ntk_cond"] = stats.cond;

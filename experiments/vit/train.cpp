@@ -155,12 +155,12 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
   const bool augment_batches = get_bool(c, "augment");
   const auto loss_options = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing);
   Progress progress("vit", total);
-  ParameterSnapshot last_finite;
+  DivergenceGuard guard("vit");
   const double elapsed_before = state.elapsed_seconds;
-  int64_t diverged_at = -1, epochs_this_session = 0;
+  int64_t epochs_this_session = 0;
   double final_loss = state.records.empty() ? NAN : state.records.back()[1];
   net->train();
-  for (int64_t epoch = state.epochs_done; epoch < epochs && diverged_at < 0; ++epoch) {
+  for (int64_t epoch = state.epochs_done; epoch < epochs && !guard.diverged(); ++epoch) {
     if (control.stop_after_epochs > 0 && epochs_this_session == control.stop_after_epochs) {
       progress.finish("stopped");
       return std::nullopt;
@@ -181,16 +181,10 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
       const auto logits = net->forward(xb);
       const auto loss = torch::nn::functional::cross_entropy(logits, yb, loss_options);
       const double value = loss.item<double>();
-      if (!std::isfinite(value)) {
-        diverged_at = state.step;
-        if (state.step > 0) last_finite.restore(*net);
-        fmt::print("vit: loss is {} at step {}; training stops, metrics are those of the last finite loss\n",
-                   value, state.step);
-        break;
-      }
+      if (!guard.check(value, state.step, *net)) break;
       loss.backward();
       if (clip > 0) torch::nn::utils::clip_grad_norm_(net->parameters(), clip);
-      last_finite.save(*net);
+      guard.keep(*net);
       optimizer.step();
       loss_sum += value * double(idx.size(0));
       correct += logits.argmax(1).eq(yb).sum().item<int64_t>();
@@ -208,7 +202,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
                              schedule.at(std::max<int64_t>(0, state.step - 1)), state.train_seconds});
     log.add(state.records.back());
     state.elapsed_seconds = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
-    if (diverged_at < 0) save_checkpoint(checkpoint, c, *net, optimizer, state);
+    if (!guard.diverged()) save_checkpoint(checkpoint, c, *net, optimizer, state);
     ++epochs_this_session;
   }
   progress.finish();
@@ -217,7 +211,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
   return Config{{"test_top1", test.top1}, {"test_top5", test.top5}, {"best_test_top1", state.best_top1},
                 {"best_epoch", state.best_epoch}, {"train_acc", train.top1},
                 {"final_loss", std::isfinite(final_loss) ? final_loss : train.loss}, {"train_eval_loss", train.loss},
-                {"test_loss", test.loss}, {"epochs_done", state.epochs_done}, {"diverged_at", diverged_at},
+                {"test_loss", test.loss}, {"epochs_done", state.epochs_done}, {"diverged_at", guard.diverged_at()},
                 {"n_params", n_params}, {"width", options.width}, {"blocks", options.blocks},
                 {"heads", options.heads},
                 {"seconds", elapsed_before + std::chrono::duration<double>(Clock::now() - start).count()},
