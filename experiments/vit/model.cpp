@@ -27,7 +27,7 @@ void check_norm(const NormChoice& choice, int64_t width, const std::string& site
   }
 }
 
-// N(0, std^2) cut at +-2 std, as ViTs are commonly initialised.
+// N(0, std^2) clamped to +-2 std: close to the truncated normal ViTs are commonly initialised with.
 void truncated_normal_(torch::Tensor& t, double std) {
   torch::NoGradGuard no_grad;
   t.normal_(0.0, std).clamp_(-2.0 * std, 2.0 * std);

@@ -102,7 +102,7 @@ class VisionTransformerImpl : public torch::nn::Cloneable<VisionTransformerImpl>
  public:
   explicit VisionTransformerImpl(const ViTOptions& options);
   void reset() override;
-  /// Linear weights and the position embedding ~ N(0, 0.02^2) cut at 2 sigma,
+  /// Linear weights and the position embedding ~ N(0, 0.02^2) clamped to 2 sigma,
   /// biases and the CLS token zero, norms at identity, the patch embedding as
   /// PyTorch initialises a Conv2d.
   void reset_parameters();
