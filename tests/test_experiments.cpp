@@ -390,3 +390,20 @@ TEST(DivergenceGuard, PutsBackTheLastParametersWithAFiniteLoss) {
 
 }  // namespace
 }  // namespace pln::exp
+
+namespace pln::exp {
+namespace {
+
+TEST(Csv, NumberValueAndMedianOfRecordCells) {
+  EXPECT_EQ(number_value("0.5"), 0.5);
+  EXPECT_EQ(number_value("-3e-4"), -3e-4);
+  EXPECT_TRUE(std::isnan(number_value("")));      // a missing value
+  EXPECT_TRUE(std::isnan(number_value("C")));     // an axis label, not a number
+  EXPECT_TRUE(std::isnan(number_value("1.5x")));  // not wholly a number
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 2.0, 3.0}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+}  // namespace
+}  // namespace pln::exp
