@@ -9,12 +9,8 @@ and is timed on the second.
     /usr/bin/python3 bench/bench_cnn.py [--width 16] [--threads 1] [--quick]
 """
 
-from pathlib import Path
-
-from bench_common import (best_alternating, pln_last_epoch_rate, python_rate, side_by_side_parser,
-                          side_by_side_setup)
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_common import (best_alternating, pln_last_epoch_rate, python_prelude, python_rate,
+                          side_by_side_parser, side_by_side_setup)
 
 
 def run_cpp(pln, width, images, threads, env):
@@ -25,16 +21,7 @@ def run_cpp(pln, width, images, threads, env):
 
 
 def run_python(width, images, threads, env):
-    code = f"""
-import sys, torch
-import torch.nn as nn
-sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
-sys.path.insert(0, {str(ROOT / 'bench')!r})
-from original import OriginalParallelLN
-from bench_common import images_per_second, keep_freed_memory
-keep_freed_memory()
-torch.set_num_threads({threads})
-torch.manual_seed(0)
+    code = python_prelude(threads) + f"""
 layers, channels = [], 1
 for stage in range(3):
     if stage:

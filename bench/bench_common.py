@@ -76,6 +76,21 @@ def pln_last_epoch_rate(command, images, env):
     return images / (seconds[-1] - seconds[-2])
 
 
+def python_prelude(threads):
+    """The start of every Python side's script: the original module and these
+    helpers importable, freed memory kept, `threads` threads, seed 0."""
+    return f"""import sys, math, time, torch
+import torch.nn as nn
+sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
+sys.path.insert(0, {str(ROOT / 'bench')!r})
+from original import OriginalParallelLN
+from bench_common import images_per_second, keep_freed_memory
+keep_freed_memory()
+torch.set_num_threads({threads})
+torch.manual_seed(0)
+"""
+
+
 def python_rate(code, env):
     """Runs `code` in a fresh interpreter (one process per side keeps the
     comparison honest) and returns the number it prints last."""

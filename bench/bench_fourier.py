@@ -7,12 +7,9 @@ full-batch Adam on the MSE, one thread (OPENBLAS_NUM_THREADS too).
 """
 
 import os
-from pathlib import Path
 
-from bench_common import (best_alternating, pln_summary_value, python_rate, side_by_side_parser,
-                          side_by_side_setup)
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_common import (best_alternating, pln_summary_value, python_prelude, python_rate,
+                          side_by_side_parser, side_by_side_setup)
 
 
 def run_cpp(pln, width, points, threads, steps, env):
@@ -23,15 +20,7 @@ def run_cpp(pln, width, points, threads, steps, env):
 
 def run_python(width, points, threads, steps):
     """One process per side keeps the comparison honest; this is the plain script's loop."""
-    code = f"""
-import sys, time, math, torch
-sys.path.insert(0, {str(ROOT / 'python' / 'tests')!r})
-sys.path.insert(0, {str(ROOT / 'bench')!r})
-from original import OriginalParallelLN
-from bench_common import keep_freed_memory
-keep_freed_memory()
-torch.set_num_threads({threads})
-torch.manual_seed(0)
+    code = python_prelude(threads) + f"""
 x = torch.linspace(-1, 1, {points}).unsqueeze(1)
 y = torch.sin(math.pi * 3 * x)
 net = torch.nn.Sequential(torch.nn.Linear(1, {width}), OriginalParallelLN({width}, 4, dim=2),

@@ -8,12 +8,8 @@ and is timed on the second.
     /usr/bin/python3 bench/bench_vit.py [--width 128] [--group 8] [--threads 1] [--quick]
 """
 
-from pathlib import Path
-
-from bench_common import (best_alternating, pln_last_epoch_rate, python_rate, side_by_side_parser,
-                          side_by_side_setup)
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench_common import (best_alternating, pln_last_epoch_rate, python_prelude, python_rate,
+                          side_by_side_parser, side_by_side_setup)
 
 
 def run_cpp(pln, width, group, images, threads, env):
@@ -24,14 +20,8 @@ def run_cpp(pln, width, group, images, threads, env):
 
 
 def run_python(width, group, images, threads, env):
-    code = f"""
-import sys, torch
-sys.path.insert(0, {str(ROOT / 'bench')!r})
-from bench_common import images_per_second, keep_freed_memory
+    code = python_prelude(threads) + f"""
 from vit_reference import VisionTransformer, optimizer
-keep_freed_memory()
-torch.set_num_threads({threads})
-torch.manual_seed(0)
 net = VisionTransformer(width={width}, group={group})
 opt = optimizer(net)
 x = torch.randn({images}, 1, 28, 28)

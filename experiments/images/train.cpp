@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 
