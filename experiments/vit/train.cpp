@@ -31,13 +31,13 @@ struct Accuracy {
 Accuracy evaluate(VisionTransformer& net, const torch::Tensor& x, const torch::Tensor& y, int64_t batch) {
   torch::NoGradGuard no_grad;
   net->eval();
-  Accuracy a;
+  double loss = 0;
   int64_t top1 = 0, top5 = 0;
   for (int64_t i = 0; i < x.size(0); i += batch) {
     const int64_t n = std::min(batch, x.size(0) - i);
     const auto logits = net->forward(x.narrow(0, i, n));
     const auto labels = y.narrow(0, i, n);
-    a.loss += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
+    loss += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     const auto best = std::get<1>(logits.topk(std::min<int64_t>(5, logits.size(1)), 1));
     const auto hits = best.eq(labels.unsqueeze(1));
     top1 += hits.select(1, 0).sum().item<int64_t>();
@@ -45,7 +45,7 @@ Accuracy evaluate(VisionTransformer& net, const torch::Tensor& x, const torch::T
   }
   net->train();
   const double count = double(std::max<int64_t>(1, x.size(0)));
-  return {double(top1) / count, double(top5) / count, a.loss / count};
+  return {double(top1) / count, double(top5) / count, loss / count};
 }
 
 // Weight decay applies to the matrices of the linear layers and the patch
@@ -166,8 +166,9 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
       return std::nullopt;
     }
     const auto t0 = Clock::now();
-    torch::manual_seed(epoch_seed(get_int(c, "seed"), epoch));  // stochastic depth
-    auto generator = at::detail::createCPUGenerator(epoch_seed(get_int(c, "seed"), epoch));
+    const uint64_t seed = epoch_seed(get_int(c, "seed"), epoch);
+    torch::manual_seed(seed);  // stochastic depth
+    auto generator = at::detail::createCPUGenerator(seed);
     const auto order = torch::randperm(n, generator, torch::kInt64);
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
