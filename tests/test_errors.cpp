@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "reference.h"
+#include "../src/cpu/kernels.h"
+
+#include <cstdlib>
+#include <string>
 
 namespace pln::test {
 namespace {
@@ -78,6 +82,24 @@ TEST(Errors, MismatchedWeightAndBias) {
 
 TEST(Errors, UndefinedInput) {
   expect_error([] { functional::parallel_ln(torch::Tensor(), ParallelLNOptions(8, 4)); }, {"input tensor is undefined"});
+}
+
+// PLN_CPU_CAPABILITY picks the kernels (CTest runs the kernel suites once
+// more with the portable ones); a value naming none is an error on use.
+TEST(Capability, FollowsTheEnvironment) {
+  const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
+  const std::string name = wanted ? wanted : "";
+  if (name.empty()) {
+    const std::string chosen = cpu::capability();
+    EXPECT_TRUE(chosen == "avx2" || chosen == "base") << chosen;
+  } else if (name == "base" || name == "avx2") {
+    EXPECT_EQ(cpu::capability(), name);
+  } else {
+    expect_error([] { (void)cpu::capability(); }, {"PLN_CPU_CAPABILITY must be base or avx2, got '", wanted});
+    const auto x = torch::randn({2, 8});
+    expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
+                 {"PLN_CPU_CAPABILITY must be base or avx2"});
+  }
 }
 
 }  // namespace

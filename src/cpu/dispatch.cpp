@@ -1,16 +1,37 @@
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "cpu/jet_kernels.h"
 #include "cpu/kernels.h"
 
 namespace pln::cpu {
 namespace {
 
-bool has_avx2() {
+bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   return false;
 #endif
+}
+
+// The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
+// (how the tests run the portable kernels on a machine that has AVX2). A bad
+// value is an error on every kernel call, not a silent fallback.
+bool has_avx2() {
+  static const bool chosen = [] {
+    const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
+    if (wanted == nullptr || *wanted == '\0') return cpu_has_avx2();
+    const std::string name(wanted);
+    TORCH_CHECK(name == "base" || name == "avx2",
+                "PLN_CPU_CAPABILITY must be base or avx2, got '", name, "'");
+    TORCH_CHECK(name == "base" || cpu_has_avx2(),
+                "PLN_CPU_CAPABILITY=avx2, but this CPU lacks AVX2 or FMA");
+    return name == "avx2";
+  }();
+  return chosen;
 }
 
 }  // namespace

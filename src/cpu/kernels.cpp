@@ -162,17 +162,36 @@ struct Lanes<float> {
   static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V rsqrt(V v) { return _mm256_div_ps(set1(1.f), _mm256_sqrt_ps(v)); }
-  // Lane l: the sum of the lanes of v[l].
+  // Lane l: the sum of the lanes of v[l]; summed while transposed, with
+  // single-uop unpacks and shuffles (hadd is several uops on common cores).
   static V transpose_sum(const V* v) {
-    const V a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
-    const V c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
-    const V ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
-    return add(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+    V q[4];
+    for (int i = 0; i < 4; ++i) q[i] = add(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    return finish_transpose_sum(q);
   }
-  // Lane l: p[l * stride].
-  static V strided(const float* p, int64_t stride) {
-    return _mm256_setr_ps(p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride],
-                          p[5 * stride], p[6 * stride], p[7 * stride]);
+  // Lane l: sum and sum of squares of the lanes of d[l]. The first transpose
+  // step is shared: squaring commutes with the shuffles.
+  static void transpose_sum2(const V* d, V& sum, V& sumsq) {
+    V q1[4], q2[4];
+    for (int i = 0; i < 4; ++i) {
+      const V lo = _mm256_unpacklo_ps(d[2 * i], d[2 * i + 1]), hi = _mm256_unpackhi_ps(d[2 * i], d[2 * i + 1]);
+      q1[i] = add(lo, hi);
+      q2[i] = fmadd(lo, lo, mul(hi, hi));
+    }
+    sum = finish_transpose_sum(q1);
+    sumsq = finish_transpose_sum(q2);
+  }
+  // From [a0+a2, b0+b2, a1+a3, b1+b3 | lanes 4-7 alike] for four pairs (a, b).
+  static V finish_transpose_sum(const V* q) {
+    const V lo = add(_mm256_shuffle_ps(q[0], q[1], 0x44), _mm256_shuffle_ps(q[0], q[1], 0xEE));
+    const V hi = add(_mm256_shuffle_ps(q[2], q[3], 0x44), _mm256_shuffle_ps(q[2], q[3], 0xEE));
+    return add(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
+  }
+  // Lane l: lane l of v[l].
+  static V diagonal(const V* v) {
+    const V a = _mm256_blend_ps(v[0], v[1], 0xAA), b = _mm256_blend_ps(v[2], v[3], 0xAA);
+    const V c = _mm256_blend_ps(v[4], v[5], 0xAA), d = _mm256_blend_ps(v[6], v[7], 0xAA);
+    return _mm256_blend_ps(_mm256_blend_ps(a, b, 0xCC), _mm256_blend_ps(c, d, 0xCC), 0xF0);
   }
 };
 
@@ -196,8 +215,18 @@ struct Lanes<double> {
     const V a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
     return add(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
   }
-  static V strided(const double* p, int64_t stride) {
-    return _mm256_setr_pd(p[0], p[stride], p[2 * stride], p[3 * stride]);
+  static void transpose_sum2(const V* d, V& sum, V& sumsq) {
+    V q1[2], q2[2];
+    for (int i = 0; i < 2; ++i) {
+      const V lo = _mm256_unpacklo_pd(d[2 * i], d[2 * i + 1]), hi = _mm256_unpackhi_pd(d[2 * i], d[2 * i + 1]);
+      q1[i] = add(lo, hi);
+      q2[i] = fmadd(lo, lo, mul(hi, hi));
+    }
+    sum = add(_mm256_permute2f128_pd(q1[0], q1[1], 0x20), _mm256_permute2f128_pd(q1[0], q1[1], 0x31));
+    sumsq = add(_mm256_permute2f128_pd(q2[0], q2[1], 0x20), _mm256_permute2f128_pd(q2[0], q2[1], 0x31));
+  }
+  static V diagonal(const V* v) {
+    return _mm256_blend_pd(_mm256_blend_pd(v[0], v[1], 0xA), _mm256_blend_pd(v[2], v[3], 0xA), 0xC);
   }
 };
 
@@ -239,28 +268,36 @@ struct Quads {
   }
 };
 
-// Eight consecutive groups of 4 float features.
+// Mean and 1/std of eight consecutive groups of 4 float features.
 template <bool kCenter>
-inline void forward_quads_avx2(const float* x, float* y, const float* w, const float* b, float* mean,
-                               float* rstd, float eps) {
-  __m256 e[4], we[4], be[4];
+inline void stats_quads_avx2(const float* x, float* mean, float* rstd, float eps) {
+  __m256 e[4];
   Quads::load(x, e);
-  Quads::load(w, we);
-  Quads::load(b, be);
   const __m256 quarter = _mm256_set1_ps(0.25f);
   __m256 m = _mm256_setzero_ps();
   if (kCenter) m = _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3])), quarter);
   __m256 v = _mm256_setzero_ps();
   for (int i = 0; i < 4; ++i) {
-    e[i] = _mm256_sub_ps(e[i], m);
-    v = _mm256_fmadd_ps(e[i], e[i], v);
+    const __m256 d = _mm256_sub_ps(e[i], m);
+    v = _mm256_fmadd_ps(d, d, v);
   }
   const __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f),
                                  _mm256_sqrt_ps(_mm256_fmadd_ps(v, quarter, _mm256_set1_ps(eps))));
-  for (int i = 0; i < 4; ++i) e[i] = _mm256_fmadd_ps(e[i], _mm256_mul_ps(r, we[i]), be[i]);
-  Quads::store(e, y);
   _mm256_storeu_ps(mean, _mm256_permutevar8x32_ps(m, Quads::to_groups()));
   _mm256_storeu_ps(rstd, _mm256_permutevar8x32_ps(r, Quads::to_groups()));
+}
+
+// The output of eight consecutive groups of 4 float features from their
+// statistics: register i holds groups 2i and 2i + 1.
+inline void apply_quads_avx2(const float* x, float* y, const float* w, const float* b,
+                             const float* mean, const float* rstd) {
+  const __m256 m8 = _mm256_loadu_ps(mean), r8 = _mm256_loadu_ps(rstd);
+  for (int i = 0; i < 4; ++i) {
+    const __m256i pick = _mm256_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1);
+    const __m256 m = _mm256_permutevar8x32_ps(m8, pick), r = _mm256_permutevar8x32_ps(r8, pick);
+    const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * i), m), r);
+    _mm256_storeu_ps(y + 8 * i, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + 8 * i), _mm256_loadu_ps(b + 8 * i)));
+  }
 }
 
 template <bool kCenter>
@@ -294,48 +331,68 @@ inline void backward_quads_avx2(const float* dy, const float* x, const float* me
   Quads::store(gy, dx);
 }
 
-// kLanes consecutive groups of G = kLanes * V contiguous features (kV = 0: V at
-// run time). Shifted one-pass statistics (shift: the group's first value,
-// broadcast from memory), one transpose-sum per statistic; the output pass
-// broadcasts each group's mean and 1/std back from where they were stored.
+// Mean and 1/std of kLanes consecutive groups of G = kLanes * V contiguous
+// features (kV = 0: V at run time), in one pass over values shifted by one
+// value of their group (lane l of the group's first register, so the shifts
+// of all groups are one blend away): the shift removes the cancellation of
+// E[x^2] - E[x]^2. Transposing sums cost shuffles, the scarce resource here,
+// so a group of one register (V = 1) shares them between both sums.
 template <typename T, bool kCenter, int kV>
-inline void forward_groups_avx2(const T* x, T* y, const T* w, const T* b, T* mean, T* rstd,
-                                int64_t V_rt, T eps) {
+inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps) {
   using L = Lanes<T>;
   using Vec = typename L::V;
   constexpr int kL = L::kLanes;
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = kL * V;
   const Vec inv_g = L::set1(T(1) / T(G));
-  Vec s1[kL], s2[kL];
+  Vec first[kL], sum, sumsq;
 #pragma GCC unroll 8
-  for (int l = 0; l < kL; ++l) {
-    const Vec shift = kCenter ? L::bcast(x + l * G) : L::zero();
-    Vec a = L::zero(), q = L::zero();
-    for (int64_t v = 0; v < V; ++v) {
-      const Vec d = L::sub(L::load(x + l * G + kL * v), shift);
-      a = L::add(a, d);
-      q = L::fmadd(d, d, q);
+  for (int l = 0; l < kL; ++l) first[l] = L::load(x + l * G);
+  const Vec shift = kCenter ? L::diagonal(first) : L::zero();
+  if (kV == 1) {
+    Vec d[kL];
+#pragma GCC unroll 8
+    for (int l = 0; l < kL; ++l) d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G + l)) : first[l];
+    L::transpose_sum2(d, sum, sumsq);
+  } else {
+    Vec s1[kL], s2[kL];
+#pragma GCC unroll 8
+    for (int l = 0; l < kL; ++l) {
+      const Vec shift_l = kCenter ? L::bcast(x + l * G + l) : L::zero();
+      Vec a = L::zero(), q = L::zero();
+      for (int64_t v = 0; v < V; ++v) {
+        const Vec d = L::sub(v == 0 ? first[l] : L::load(x + l * G + kL * v), shift_l);
+        a = L::add(a, d);
+        q = L::fmadd(d, d, q);
+      }
+      s1[l] = a;
+      s2[l] = q;
     }
-    s1[l] = a;
-    s2[l] = q;
+    sum = L::transpose_sum(s1);
+    sumsq = L::transpose_sum(s2);
   }
-  const Vec m_shifted = L::mul(L::transpose_sum(s1), inv_g);
-  Vec var = L::mul(L::transpose_sum(s2), inv_g);
-  Vec mu = L::zero();
-  if (kCenter) {
-    var = L::max(L::fnmadd(m_shifted, m_shifted, var), L::zero());
-    mu = L::add(m_shifted, L::strided(x, G));
-  }
-  L::store(mean, mu);
+  const Vec m_shifted = L::mul(sum, inv_g);
+  Vec var = L::mul(sumsq, inv_g);
+  if (kCenter) var = L::max(L::fnmadd(m_shifted, m_shifted, var), L::zero());
+  L::store(mean, kCenter ? L::add(m_shifted, shift) : L::zero());
   L::store(rstd, L::rsqrt(L::add(var, L::set1(eps))));
-#pragma GCC unroll 8
-  for (int l = 0; l < kL; ++l) {
-    const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
+}
+
+// The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:
+// V at run time) from their statistics.
+template <typename T, int kV>
+inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T* mean,
+                              const T* rstd, int64_t NG, int64_t V_rt) {
+  using L = Lanes<T>;
+  using Vec = typename L::V;
+  constexpr int kL = L::kLanes;
+  const int64_t V = kV ? kV : V_rt;
+  const int64_t G = kL * V;
+  for (int64_t k = 0; k < NG; ++k) {
+    const Vec mu = L::bcast(mean + k), r = L::bcast(rstd + k);
     for (int64_t v = 0; v < V; ++v) {
-      const int64_t c = l * G + kL * v;
-      const Vec xn = L::mul(L::sub(L::load(x + c), mu_l), r_l);
-      L::store(y + c, L::fmadd(xn, L::load(w + c), L::load(b + c)));
+      const int64_t c = k * G + kL * v;
+      L::store(y + c, L::fmadd(L::mul(L::sub(L::load(x + c), mu), r), L::load(w + c), L::load(b + c)));
     }
   }
 }
@@ -363,6 +420,10 @@ void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w,
   }
 }
 
+// One row of NG groups of G contiguous features. The vector kernels take the
+// statistics of every block first, then write the outputs: the blocks' long
+// reduce-sqrt-divide chains are independent and overlap, where computing each
+// block's output right after its statistics would wait on them.
 template <typename T, bool kCenter>
 void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
                  T* rstd, T eps) {
@@ -370,22 +431,25 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
 #if PLN_HAVE_AVX2
   if constexpr (std::is_same_v<T, float>) {
     if (G == 4) {
-      for (; k + 8 <= NG; k += 8) {
-        forward_quads_avx2<kCenter>(x + 4 * k, y + 4 * k, w + 4 * k, b + 4 * k, mean + k, rstd + k, eps);
+      for (; k + 8 <= NG; k += 8) stats_quads_avx2<kCenter>(x + 4 * k, mean + k, rstd + k, eps);
+      for (int64_t q = 0; q < k; q += 8) {
+        apply_quads_avx2(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, mean + q, rstd + q);
       }
     }
   }
   constexpr int kL = Lanes<T>::kLanes;
   if (G % kL == 0) {
     const int64_t V = G / kL;
-    for (; k + kL <= NG; k += kL) {
-      const int64_t o = k * G;
-      switch (V) {
-        case 1: forward_groups_avx2<T, kCenter, 1>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-        case 2: forward_groups_avx2<T, kCenter, 2>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-        case 4: forward_groups_avx2<T, kCenter, 4>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps); break;
-        default: forward_groups_avx2<T, kCenter, 0>(x + o, y + o, w + o, b + o, mean + k, rstd + k, V, eps);
-      }
+    const auto row = [&](auto v_const) {
+      constexpr int kV = decltype(v_const)::value;
+      for (; k + kL <= NG; k += kL) stats_groups_avx2<T, kCenter, kV>(x + k * G, mean + k, rstd + k, V, eps);
+      apply_groups_avx2<T, kV>(x, y, w, b, mean, rstd, k, V);
+    };
+    switch (V) {
+      case 1: row(std::integral_constant<int, 1>()); break;
+      case 2: row(std::integral_constant<int, 2>()); break;
+      case 4: row(std::integral_constant<int, 4>()); break;
+      default: row(std::integral_constant<int, 0>());
     }
   }
 #endif

@@ -48,7 +48,8 @@ PLN_DECLARE_KERNELS(base)
 PLN_DECLARE_KERNELS(avx2)
 #undef PLN_DECLARE_KERNELS
 
-/// The capability the kernels run with on this CPU: "avx2" or "base".
+/// The capability the kernels run with: "avx2" or "base", the best this CPU
+/// supports unless the environment variable PLN_CPU_CAPABILITY names one.
 const char* capability();
 
 /// Dispatches to the best compiled capability.
