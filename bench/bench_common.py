@@ -51,7 +51,16 @@ def side_by_side_setup(args, name):
     if not Path(args.pln).exists():
         sys.exit(f"{name}: {args.pln} not found; build it with `make` or pass --pln")
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    print(f"{name}: both sides run with {blas_kernels(env)}")
     return env, 1 if args.quick else args.repeats
+
+
+def blas_kernels(env):
+    """Which OpenBLAS kernels the matrix products use: an OPENBLAS_CORETYPE in
+    the environment overrides OpenBLAS's own choice for the CPU (and can halve
+    their speed on a CPU with AVX-512)."""
+    core = env.get("OPENBLAS_CORETYPE")
+    return f"OPENBLAS_CORETYPE={core}" if core else "OpenBLAS's own choice of kernels for this CPU"
 
 
 def pln_summary_value(command, metric, env):

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -105,8 +106,10 @@ int main(int argc, char** argv) {
               {"NCHW   [8,64,32,32] g=16", {8, 64, 32, 32}, 64, 16, 4}};
     reps = std::min(reps, 3);
   }
-  fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine, {}\n",
-             TORCH_VERSION, pln::cpu::capability(), reps, allocator);
+  const char* blas_core = std::getenv("OPENBLAS_CORETYPE");
+  fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine, {}{}\n",
+             TORCH_VERSION, pln::cpu::capability(), reps, allocator,
+             blas_core ? fmt::format(", OPENBLAS_CORETYPE={}", blas_core) : "");
   fmt::print("ratios: composed/fused and layer_norm/fused are speed-ups (higher is better); "
              "fused/copy is the cost over a plain copy (1.0 is the floor)\n\n");
   fmt::print("{:<28} {:>3} {:>8} | {:>9} {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8}\n", "shape",
