@@ -166,7 +166,9 @@ struct Lanes<float> {
   // single-uop unpacks and shuffles (hadd is several uops on common cores).
   static V transpose_sum(const V* v) {
     V q[4];
-    for (int i = 0; i < 4; ++i) q[i] = add(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) {
+      q[i] = add(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    }
     return finish_transpose_sum(q);
   }
   // Lane l: sum and sum of squares of the lanes of d[l]. The first transpose
@@ -174,7 +176,8 @@ struct Lanes<float> {
   static void transpose_sum2(const V* d, V& sum, V& sumsq) {
     V q1[4], q2[4];
     for (int i = 0; i < 4; ++i) {
-      const V lo = _mm256_unpacklo_ps(d[2 * i], d[2 * i + 1]), hi = _mm256_unpackhi_ps(d[2 * i], d[2 * i + 1]);
+      const V lo = _mm256_unpacklo_ps(d[2 * i], d[2 * i + 1]);
+      const V hi = _mm256_unpackhi_ps(d[2 * i], d[2 * i + 1]);
       q1[i] = add(lo, hi);
       q2[i] = fmadd(lo, lo, mul(hi, hi));
     }
@@ -218,12 +221,17 @@ struct Lanes<double> {
   static void transpose_sum2(const V* d, V& sum, V& sumsq) {
     V q1[2], q2[2];
     for (int i = 0; i < 2; ++i) {
-      const V lo = _mm256_unpacklo_pd(d[2 * i], d[2 * i + 1]), hi = _mm256_unpackhi_pd(d[2 * i], d[2 * i + 1]);
+      const V lo = _mm256_unpacklo_pd(d[2 * i], d[2 * i + 1]);
+      const V hi = _mm256_unpackhi_pd(d[2 * i], d[2 * i + 1]);
       q1[i] = add(lo, hi);
       q2[i] = fmadd(lo, lo, mul(hi, hi));
     }
-    sum = add(_mm256_permute2f128_pd(q1[0], q1[1], 0x20), _mm256_permute2f128_pd(q1[0], q1[1], 0x31));
-    sumsq = add(_mm256_permute2f128_pd(q2[0], q2[1], 0x20), _mm256_permute2f128_pd(q2[0], q2[1], 0x31));
+    sum = finish_transpose_sum(q1);
+    sumsq = finish_transpose_sum(q2);
+  }
+  // From [a0+a1, b0+b1 | a2+a3, b2+b3] and the same of (c, d).
+  static V finish_transpose_sum(const V* q) {
+    return add(_mm256_permute2f128_pd(q[0], q[1], 0x20), _mm256_permute2f128_pd(q[0], q[1], 0x31));
   }
   static V diagonal(const V* v) {
     return _mm256_blend_pd(_mm256_blend_pd(v[0], v[1], 0xA), _mm256_blend_pd(v[2], v[3], 0xA), 0xC);
@@ -293,10 +301,12 @@ inline void apply_quads_avx2(const float* x, float* y, const float* w, const flo
                              const float* mean, const float* rstd) {
   const __m256 m8 = _mm256_loadu_ps(mean), r8 = _mm256_loadu_ps(rstd);
   for (int i = 0; i < 4; ++i) {
-    const __m256i pick = _mm256_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1);
+    const int lo = 2 * i, hi = 2 * i + 1;
+    const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
     const __m256 m = _mm256_permutevar8x32_ps(m8, pick), r = _mm256_permutevar8x32_ps(r8, pick);
     const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * i), m), r);
-    _mm256_storeu_ps(y + 8 * i, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + 8 * i), _mm256_loadu_ps(b + 8 * i)));
+    const __m256 out = _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + 8 * i), _mm256_loadu_ps(b + 8 * i));
+    _mm256_storeu_ps(y + 8 * i, out);
   }
 }
 
@@ -352,7 +362,9 @@ inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps)
   if (kV == 1) {
     Vec d[kL];
 #pragma GCC unroll 8
-    for (int l = 0; l < kL; ++l) d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G + l)) : first[l];
+    for (int l = 0; l < kL; ++l) {
+      d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G + l)) : first[l];
+    }
     L::transpose_sum2(d, sum, sumsq);
   } else {
     Vec s1[kL], s2[kL];
@@ -392,7 +404,8 @@ inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T*
     const Vec mu = L::bcast(mean + k), r = L::bcast(rstd + k);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t c = k * G + kL * v;
-      L::store(y + c, L::fmadd(L::mul(L::sub(L::load(x + c), mu), r), L::load(w + c), L::load(b + c)));
+      const Vec xn = L::mul(L::sub(L::load(x + c), mu), r);
+      L::store(y + c, L::fmadd(xn, L::load(w + c), L::load(b + c)));
     }
   }
 }
@@ -442,7 +455,9 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
     const int64_t V = G / kL;
     const auto row = [&](auto v_const) {
       constexpr int kV = decltype(v_const)::value;
-      for (; k + kL <= NG; k += kL) stats_groups_avx2<T, kCenter, kV>(x + k * G, mean + k, rstd + k, V, eps);
+      for (; k + kL <= NG; k += kL) {
+        stats_groups_avx2<T, kCenter, kV>(x + k * G, mean + k, rstd + k, V, eps);
+      }
       apply_groups_avx2<T, kV>(x, y, w, b, mean, rstd, k, V);
     };
     switch (V) {
