@@ -162,28 +162,8 @@ struct Lanes<float> {
   static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V rsqrt(V v) { return _mm256_div_ps(set1(1.f), _mm256_sqrt_ps(v)); }
-  // Lane l: the sum of the lanes of v[l]; summed while transposed, with
-  // single-uop unpacks and shuffles (hadd is several uops on common cores).
-  static V transpose_sum(const V* v) {
-    V q[4];
-    for (int i = 0; i < 4; ++i) {
-      q[i] = add(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    }
-    return finish_transpose_sum(q);
-  }
-  // Lane l: sum and sum of squares of the lanes of d[l]. The first transpose
-  // step is shared: squaring commutes with the shuffles.
-  static void transpose_sum2(const V* d, V& sum, V& sumsq) {
-    V q1[4], q2[4];
-    for (int i = 0; i < 4; ++i) {
-      const V lo = _mm256_unpacklo_ps(d[2 * i], d[2 * i + 1]);
-      const V hi = _mm256_unpackhi_ps(d[2 * i], d[2 * i + 1]);
-      q1[i] = add(lo, hi);
-      q2[i] = fmadd(lo, lo, mul(hi, hi));
-    }
-    sum = finish_transpose_sum(q1);
-    sumsq = finish_transpose_sum(q2);
-  }
+  static V unpacklo(V a, V b) { return _mm256_unpacklo_ps(a, b); }
+  static V unpackhi(V a, V b) { return _mm256_unpackhi_ps(a, b); }
   // From [a0+a2, b0+b2, a1+a3, b1+b3 | lanes 4-7 alike] for four pairs (a, b).
   static V finish_transpose_sum(const V* q) {
     const V lo = add(_mm256_shuffle_ps(q[0], q[1], 0x44), _mm256_shuffle_ps(q[0], q[1], 0xEE));
@@ -214,21 +194,8 @@ struct Lanes<double> {
   static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_pd(a, b, c); }
   static V max(V a, V b) { return _mm256_max_pd(a, b); }
   static V rsqrt(V v) { return _mm256_div_pd(set1(1.0), _mm256_sqrt_pd(v)); }
-  static V transpose_sum(const V* v) {
-    const V a = _mm256_hadd_pd(v[0], v[1]), b = _mm256_hadd_pd(v[2], v[3]);
-    return add(_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(a, b, 0x31));
-  }
-  static void transpose_sum2(const V* d, V& sum, V& sumsq) {
-    V q1[2], q2[2];
-    for (int i = 0; i < 2; ++i) {
-      const V lo = _mm256_unpacklo_pd(d[2 * i], d[2 * i + 1]);
-      const V hi = _mm256_unpackhi_pd(d[2 * i], d[2 * i + 1]);
-      q1[i] = add(lo, hi);
-      q2[i] = fmadd(lo, lo, mul(hi, hi));
-    }
-    sum = finish_transpose_sum(q1);
-    sumsq = finish_transpose_sum(q2);
-  }
+  static V unpacklo(V a, V b) { return _mm256_unpacklo_pd(a, b); }
+  static V unpackhi(V a, V b) { return _mm256_unpackhi_pd(a, b); }
   // From [a0+a1, b0+b1 | a2+a3, b2+b3] and the same of (c, d).
   static V finish_transpose_sum(const V* q) {
     return add(_mm256_permute2f128_pd(q[0], q[1], 0x20), _mm256_permute2f128_pd(q[0], q[1], 0x31));
@@ -237,6 +204,32 @@ struct Lanes<double> {
     return _mm256_blend_pd(_mm256_blend_pd(v[0], v[1], 0xA), _mm256_blend_pd(v[2], v[3], 0xA), 0xC);
   }
 };
+
+// Lane l: the sum of the lanes of v[l], summed while transposed with
+// single-uop unpacks and shuffles (hadd is several uops on common cores).
+template <typename L>
+inline typename L::V transpose_sum(const typename L::V* v) {
+  typename L::V q[L::kLanes / 2];
+  for (int i = 0; i < L::kLanes / 2; ++i) {
+    q[i] = L::add(L::unpacklo(v[2 * i], v[2 * i + 1]), L::unpackhi(v[2 * i], v[2 * i + 1]));
+  }
+  return L::finish_transpose_sum(q);
+}
+
+// Lane l: the sum and the sum of squares of the lanes of d[l]. The first
+// transpose step is shared: squaring commutes with the shuffles.
+template <typename L>
+inline void transpose_sum2(const typename L::V* d, typename L::V& sum, typename L::V& sumsq) {
+  typename L::V q1[L::kLanes / 2], q2[L::kLanes / 2];
+  for (int i = 0; i < L::kLanes / 2; ++i) {
+    const typename L::V lo = L::unpacklo(d[2 * i], d[2 * i + 1]);
+    const typename L::V hi = L::unpackhi(d[2 * i], d[2 * i + 1]);
+    q1[i] = L::add(lo, hi);
+    q2[i] = L::fmadd(lo, lo, L::mul(hi, hi));
+  }
+  sum = L::finish_transpose_sum(q1);
+  sumsq = L::finish_transpose_sum(q2);
+}
 
 // Float groups of 4 features are half a register, so eight of them (32
 // floats) are transposed into four registers holding feature j of every
@@ -365,7 +358,7 @@ inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps)
     for (int l = 0; l < kL; ++l) {
       d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G + l)) : first[l];
     }
-    L::transpose_sum2(d, sum, sumsq);
+    transpose_sum2<L>(d, sum, sumsq);
   } else {
     Vec s1[kL], s2[kL];
 #pragma GCC unroll 8
@@ -380,8 +373,8 @@ inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps)
       s1[l] = a;
       s2[l] = q;
     }
-    sum = L::transpose_sum(s1);
-    sumsq = L::transpose_sum(s2);
+    sum = transpose_sum<L>(s1);
+    sumsq = transpose_sum<L>(s2);
   }
   const Vec m_shifted = L::mul(sum, inv_g);
   Vec var = L::mul(sumsq, inv_g);
@@ -632,8 +625,8 @@ inline void backward_groups_avx2(const T* dy, const T* x, const T* mean, const T
   if (!dx) return;
   const Vec inv_g = L::set1(T(1) / T(G));
   alignas(32) T mean_gy[kL], mean_gyy[kL];
-  L::store(mean_gy, kCenter ? L::mul(L::transpose_sum(sum_gy), inv_g) : L::zero());
-  L::store(mean_gyy, L::mul(L::transpose_sum(sum_gyy), inv_g));
+  L::store(mean_gy, kCenter ? L::mul(transpose_sum<L>(sum_gy), inv_g) : L::zero());
+  L::store(mean_gyy, L::mul(transpose_sum<L>(sum_gyy), inv_g));
 #pragma GCC unroll 8
   for (int l = 0; l < kL; ++l) {
     const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
