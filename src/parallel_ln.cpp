@@ -148,6 +148,8 @@ bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options
          options.p() == 2.0;
 }
 
+const char* cpu_kernels() { return cpu::capability(); }
+
 torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
                                     const torch::Tensor& weight, const torch::Tensor& bias) {
   check_call(x, options, weight, bias);

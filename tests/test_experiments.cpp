@@ -13,6 +13,7 @@
 #include <common/schedule.h>
 #include <common/schema.h>
 #include <common/snapshot.h>
+#include <common/threads.h>
 #include <pinn/network.h>
 #include <pinn/ntk.h>
 #include <pinn/problem.h>
@@ -333,6 +334,11 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
     for (const char* file : {"config.json", "summary.json", "train.csv", "eval.csv", "ntk.csv", "solution.csv"}) {
       EXPECT_TRUE(fs::exists(request.out / file)) << file;
     }
+    // The record names what the last bits depend on besides the seed.
+    const auto record = Config::parse(slurp(request.out / "config.json"));
+    EXPECT_EQ(record.at("kernels").get<std::string>(), detail::cpu_kernels());
+    EXPECT_EQ(record.at("blas").get<std::string>(), blas_description());
+    EXPECT_FALSE(blas_description().empty());
     const auto ntk = read_csv(request.out / "ntk.csv");
     EXPECT_EQ(ntk.rows.size(), 3u * 4u);  // init, steps 5 and 10, final x three point sets
     const auto log = slurp(request.out / "train.csv");

@@ -4,6 +4,7 @@
 #include "common/threads.h"
 
 #include <fmt/format.h>
+#include <pln/functional.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
@@ -50,11 +51,14 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
                    {"set", request.sets},
                    {"threads", threads},
                    {"torch", TORCH_VERSION},
+                   {"kernels", pln::detail::cpu_kernels()},
+                   {"blas", blas_description()},
                    {"config", config}};
   write_file_atomic(request.out / "config.json", record.dump(2) + "\n");
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
+  fmt::print("  kernels {}, {}\n", record["kernels"].get<std::string>(), record["blas"].get<std::string>());
   for (const auto& item : config.items()) {
     fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));
   }

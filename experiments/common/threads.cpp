@@ -12,6 +12,12 @@ void set_threads(int threads) {
   if (auto fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
 }
 
+std::string blas_description() {
+  using GetConfig = const char* (*)();
+  if (auto fn = reinterpret_cast<GetConfig>(::dlsym(RTLD_DEFAULT, "openblas_get_config"))) return fn();
+  return "not OpenBLAS";
+}
+
 void keep_freed_memory() {
   ::mallopt(M_MMAP_THRESHOLD, 1 << 30);
   ::mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -3,10 +3,17 @@
 // but not OpenBLAS's own pool, whose idle workers otherwise spin in
 // sched_yield beside a one-thread run; both are set here.
 
+#include <string>
+
 namespace pln::exp {
 
 /// Sets LibTorch's intra-op threads and, when OpenBLAS is loaded, its threads.
 void set_threads(int threads);
+
+/// The BLAS behind matrix products as OpenBLAS describes itself, version and
+/// kernels in use included (they can change a run's last bits): results are
+/// reproducible bit for bit only under the same BLAS kernels.
+std::string blas_description();
 
 /// Keeps freed memory in the heap instead of returning large blocks to the
 /// system, so each training step's tensors do not page-fault afresh.
