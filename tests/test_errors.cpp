@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include "reference.h"
-#include "../src/cpu/kernels.h"
 
 #include <cstdlib>
 #include <string>
@@ -90,12 +89,12 @@ TEST(Capability, FollowsTheEnvironment) {
   const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
   const std::string name = wanted ? wanted : "";
   if (name.empty()) {
-    const std::string chosen = cpu::capability();
+    const std::string chosen = detail::cpu_kernels();
     EXPECT_TRUE(chosen == "avx2" || chosen == "base") << chosen;
   } else if (name == "base" || name == "avx2") {
-    EXPECT_EQ(cpu::capability(), name);
+    EXPECT_EQ(detail::cpu_kernels(), name);
   } else {
-    expect_error([] { (void)cpu::capability(); }, {"PLN_CPU_CAPABILITY must be base or avx2, got '", wanted});
+    expect_error([] { (void)detail::cpu_kernels(); }, {"PLN_CPU_CAPABILITY must be base or avx2, got '", wanted});
     const auto x = torch::randn({2, 8});
     expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
                  {"PLN_CPU_CAPABILITY must be base or avx2"});

@@ -4,8 +4,8 @@
 #include "common/threads.h"
 
 #include <fmt/format.h>
-#include <pln/functional.h>
 #include <fmt/ranges.h>
+#include <pln/functional.h>
 #include <torch/torch.h>
 
 #include <algorithm>
