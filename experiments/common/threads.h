@@ -2,6 +2,7 @@
 // Thread counts for a run. LibTorch's set_num_threads sizes its OpenMP pool
 // but not OpenBLAS's own pool, whose idle workers otherwise spin in
 // sched_yield beside a one-thread run; both are set here.
+// Also what else a run's last bits depend on: the BLAS and its kernels.
 
 #include <string>
 
