@@ -72,11 +72,29 @@ void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const
 }
 
 #if PLN_HAVE_AVX2
+// The forward reads a group's chunk twice: once for its statistics, from
+// memory, and once for its output, from L2. With a group's rows a plane apart,
+// the hardware prefetchers follow these short row runs poorly, so the output
+// pass prefetches the task's next chunk into L2: ~1.3x on the 32 MiB NCHW
+// benchmark shape at one thread. The backward and the portable forward
+// measured no gain from it.
+struct NextChunk {
+  int64_t offset = 0;  // from the current chunk, in elements
+  int64_t n = 0;       // positions per row; 0: the task has no next chunk
+};
+
+inline NextChunk next_chunk(int64_t i0, int64_t I, int64_t G, bool more_slabs) {
+  if (i0 + kChunk < I) return {kChunk, std::min(kChunk, I - i0 - kChunk)};
+  if (more_slabs) return {G * I - i0, std::min(kChunk, I)};
+  return {};
+}
+
 // kStream: y rows are 32-byte aligned and the output is too large to stay in
 // cache, so it is written with non-temporal stores (no read-for-ownership).
 template <bool kCenter, bool kStream>
 void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int64_t G,
-                        const float* w, const float* b, float* mean, float* rstd, float eps) {
+                        const float* w, const float* b, float* mean, float* rstd, float eps,
+                        NextChunk next) {
   const int64_t nv = n / 8 * 8;
   if (nv > 0) {
     // Centered statistics from values shifted by the group's first row: one
@@ -125,6 +143,7 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
       float* yj = y + j * stride;
       const __m256 wj = _mm256_set1_ps(w[j]), bj = _mm256_set1_ps(b[j]);
       for (int64_t i = 0; i < nv; i += 8) {
+        if (i % 16 == 0 && i < next.n) _mm_prefetch(xj + next.offset + i, _MM_HINT_T1);
         const __m256 xc = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(mean + i));
         const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(rstd + i), wj);
         if (kStream) {
@@ -504,12 +523,13 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
         T* rstd_s = rstd ? rstd + s * I + i0 : scratch.data() + kChunk;
 #if PLN_HAVE_AVX2
         if constexpr (std::is_same_v<T, float>) {
+          const NextChunk next = next_chunk(i0, I, G, s + 1 < end);
           if (stream) {
             forward_chunk_avx2<kCenter, true>(x + off + i0, y + off + i0, I, n, G, w + k * G,
-                                              b + k * G, mean_s, rstd_s, eps);
+                                              b + k * G, mean_s, rstd_s, eps, next);
           } else {
             forward_chunk_avx2<kCenter, false>(x + off + i0, y + off + i0, I, n, G, w + k * G,
-                                               b + k * G, mean_s, rstd_s, eps);
+                                               b + k * G, mean_s, rstd_s, eps, next);
           }
           continue;
         }
