@@ -27,6 +27,9 @@ std::vector<Case> cases() {
   out.push_back({Layout::kNC, 64, 8, {5, 64}});
   out.push_back({Layout::kNHWC, 36, 4, {2, 3, 2, 36}});  // nine groups of 4: the double path and a tail
   out.push_back({Layout::kNC, 136, 8, {3, 136}});  // 17 groups: one block of 8 twice, one left
+  // 25 groups of 8: an AVX-512 block of 16, an AVX2 block of 8 and one left
+  out.push_back({Layout::kNC, 200, 8, {3, 200}});
+  out.push_back({Layout::kNTC, 256, 8, {2, 3, 256}});  // two AVX-512 blocks
   out.push_back({Layout::kNC, 136, 4, {3, 136}});  // 34 groups of 4: float quads of 8 groups and a tail
   out.push_back({Layout::kNTC, 64, 4, {2, 3, 64}});
   out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
@@ -127,10 +130,11 @@ TEST(Forward, GroupStatisticsAreNormalised) {
 TEST(Forward, LargeOffsetKeepsPrecision) {
   // Values around 1000 with unit spread: naive E[x^2] - E[x]^2 in float loses everything.
   torch::manual_seed(4);
-  const torch::Tensor x = torch::randn({64, 64}) + 1000;
-  const auto options = ParallelLNOptions(64, 8).affine(false).dim(2);
+  // 25 groups of 8 per row: every features-last float kernel (AVX-512, AVX2, scalar).
+  const torch::Tensor x = torch::randn({64, 200}) + 1000;
+  const auto options = ParallelLNOptions(200, 8).affine(false).dim(2);
   const auto y = functional::parallel_ln(x, options);
-  const auto yr = reference(x.to(torch::kDouble), 64, 8, Layout::kNC, true, 1e-5, 2.0);
+  const auto yr = reference(x.to(torch::kDouble), 200, 8, Layout::kNC, true, 1e-5, 2.0);
   EXPECT_LT((y.to(torch::kDouble) - yr).abs().max().item<double>(), 2e-3);
   const torch::Tensor xn = torch::randn({2, 64, 40, 1}) + 1000;
   const auto yn = functional::parallel_ln(xn, ParallelLNOptions(64, 8).affine(false).dim(4));

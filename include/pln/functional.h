@@ -33,7 +33,7 @@ torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOpti
 /// Which path parallel_ln takes for these arguments (true: fused CPU kernels).
 bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options);
 
-/// The instruction set the fused CPU kernels run with: "avx2" or "base", the
+/// The instruction set the fused CPU kernels run with: "avx512", "avx2" or "base", the
 /// best this CPU supports unless the environment variable PLN_CPU_CAPABILITY
 /// names one (any other value is a c10::Error).
 const char* cpu_kernels();

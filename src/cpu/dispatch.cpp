@@ -9,72 +9,82 @@
 namespace pln::cpu {
 namespace {
 
-bool cpu_has_avx2() {
+enum class Capability { kBase, kAvx2, kAvx512 };
+
+Capability best_supported() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
+  // __builtin_cpu_supports also checks that the OS saves the vector state.
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  if (avx2 && avx512) return Capability::kAvx512;
+  if (avx2) return Capability::kAvx2;
 #endif
+  return Capability::kBase;
 }
 
 // The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
-// (how the tests run the portable kernels on a machine that has AVX2). A bad
-// value is an error on every kernel call, not a silent fallback.
-bool has_avx2() {
-  static const bool chosen = [] {
+// (how the tests run the AVX2 and portable kernels on a machine that has
+// AVX-512). A bad value is an error on every kernel call, not a silent fallback.
+Capability chosen() {
+  static const Capability cap = [] {
+    const Capability best = best_supported();
     const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
-    if (wanted == nullptr || *wanted == '\0') return cpu_has_avx2();
+    if (wanted == nullptr || *wanted == '\0') return best;
     const std::string name(wanted);
-    TORCH_CHECK(name == "base" || name == "avx2",
-                "PLN_CPU_CAPABILITY must be base or avx2, got '", name, "'");
-    TORCH_CHECK(name == "base" || cpu_has_avx2(),
-                "PLN_CPU_CAPABILITY=avx2, but this CPU lacks AVX2 or FMA");
-    return name == "avx2";
+    TORCH_CHECK(name == "base" || name == "avx2" || name == "avx512",
+                "PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", name, "'");
+    if (name == "base") return Capability::kBase;
+    TORCH_CHECK(best != Capability::kBase, "PLN_CPU_CAPABILITY=", name,
+                ", but this CPU lacks AVX2 or FMA");
+    if (name == "avx2") return Capability::kAvx2;
+    TORCH_CHECK(best == Capability::kAvx512,
+                "PLN_CPU_CAPABILITY=avx512, but this CPU lacks AVX-512 (F, DQ, VL and BW)");
+    return Capability::kAvx512;
   }();
-  return chosen;
+  return cap;
 }
 
 }  // namespace
 
-const char* capability() { return has_avx2() ? "avx2" : "base"; }
+const char* capability() {
+  switch (chosen()) {
+    case Capability::kAvx512: return "avx512";
+    case Capability::kAvx2: return "avx2";
+    default: return "base";
+  }
+}
+
+#define PLN_DISPATCH(fn, ...)                                          \
+  switch (chosen()) {                                                  \
+    case Capability::kAvx512: return avx512::fn(__VA_ARGS__);          \
+    case Capability::kAvx2: return avx2::fn(__VA_ARGS__);              \
+    default: return base::fn(__VA_ARGS__);                             \
+  }
 
 template <typename T>
 void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,
              T* rstd, double eps, bool centering) {
-  if (has_avx2()) {
-    avx2::forward(g, x, weight, bias, y, mean, rstd, eps, centering);
-  } else {
-    base::forward(g, x, weight, bias, y, mean, rstd, eps, centering);
-  }
+  PLN_DISPATCH(forward, g, x, weight, bias, y, mean, rstd, eps, centering)
 }
 
 template <typename T>
 void backward(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
               const T* weight, bool centering, T* dx, double* dweight, double* dbias) {
-  if (has_avx2()) {
-    avx2::backward(g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias);
-  } else {
-    base::backward(g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias);
-  }
+  PLN_DISPATCH(backward, g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias)
 }
 
 template <typename T>
 void jet_forward(const JetGeometry& g, const T* x, T* y, double eps, bool centering) {
-  if (has_avx2()) {
-    avx2::jet_forward(g, x, y, eps, centering);
-  } else {
-    base::jet_forward(g, x, y, eps, centering);
-  }
+  PLN_DISPATCH(jet_forward, g, x, y, eps, centering)
 }
 
 template <typename T>
 void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double eps, bool centering) {
-  if (has_avx2()) {
-    avx2::jet_backward(g, dy, x, dx, eps, centering);
-  } else {
-    base::jet_backward(g, dy, x, dx, eps, centering);
-  }
+  PLN_DISPATCH(jet_backward, g, dy, x, dx, eps, centering)
 }
+
+#undef PLN_DISPATCH
 
 template void jet_forward<float>(const JetGeometry&, const float*, float*, double, bool);
 template void jet_forward<double>(const JetGeometry&, const double*, double*, double, bool);

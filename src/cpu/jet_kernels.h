@@ -30,6 +30,7 @@ struct JetGeometry {
 
 PLN_DECLARE_JET_KERNELS(base)
 PLN_DECLARE_JET_KERNELS(avx2)
+PLN_DECLARE_JET_KERNELS(avx512)
 #undef PLN_DECLARE_JET_KERNELS
 
 template <typename T>

@@ -46,9 +46,10 @@ struct Geometry {
 
 PLN_DECLARE_KERNELS(base)
 PLN_DECLARE_KERNELS(avx2)
+PLN_DECLARE_KERNELS(avx512)
 #undef PLN_DECLARE_KERNELS
 
-/// The capability the kernels run with: "avx2" or "base", the best this CPU
+/// The capability the kernels run with: "avx512", "avx2" or "base", the best this CPU
 /// supports unless the environment variable PLN_CPU_CAPABILITY names one.
 const char* capability();
 
