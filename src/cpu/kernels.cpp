@@ -446,7 +446,8 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
       const __m512 s = _mm512_mask_broadcastss_ps(_mm512_set1_ps(x[16 * e + e]), 0xFF00,
                                                   _mm_load_ss(x + 16 * e + 8 + e));
       d[e] = _mm512_sub_ps(r[e], s);
-      shift = e == 0 ? r[0] : _mm512_mask_blend_ps(__mmask16((1u << e) | (1u << (e + 8))), shift, r[e]);
+      const __mmask16 lanes_of_e = __mmask16((1u << e) | (1u << (e + 8)));
+      shift = e == 0 ? r[0] : _mm512_mask_blend_ps(lanes_of_e, shift, r[e]);
     } else {
       d[e] = r[e];
     }
@@ -462,11 +463,14 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
     q1[i] = _mm512_fmadd_ps(lo, lo, _mm512_mul_ps(hi, hi));
   }
   const auto level2 = [](const __m512* q, int i) {
-    return _mm512_add_ps(_mm512_shuffle_ps(q[i], q[i + 1], 0x44), _mm512_shuffle_ps(q[i], q[i + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(q[i], q[i + 1], 0x44),
+                         _mm512_shuffle_ps(q[i], q[i + 1], 0xEE));
   };
   // Level 3: 128-bit lanes [P0 + P1, Q0 + Q1, P2 + P3, Q2 + Q3], i.e. tree order.
-  const __m512i first_halves = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-  const __m512i second_halves = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __m512i first_halves =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+  const __m512i second_halves =
+      _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
   const auto level3 = [&](const __m512* q) {
     const __m512 P = level2(q, 0), Q = level2(q, 2);
     return _mm512_add_ps(_mm512_permutex2var_ps(P, first_halves, Q),
@@ -475,16 +479,20 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
   const __m512 eighth = _mm512_set1_ps(0.125f);
   const __m512 m_shifted = _mm512_mul_ps(level3(s1), eighth);
   __m512 var = _mm512_mul_ps(level3(q1), eighth);
-  if (kCenter) var = _mm512_max_ps(_mm512_fnmadd_ps(m_shifted, m_shifted, var), _mm512_setzero_ps());
+  if (kCenter) {
+    var = _mm512_max_ps(_mm512_fnmadd_ps(m_shifted, m_shifted, var), _mm512_setzero_ps());
+  }
   const __m512 m = kCenter ? _mm512_add_ps(m_shifted, shift) : _mm512_setzero_ps();
   const __m512 rs = _mm512_div_ps(_mm512_set1_ps(1.0f),
                                   _mm512_sqrt_ps(_mm512_add_ps(var, _mm512_set1_ps(eps))));
   if (kSaveStats) {
-    const __m512i to_groups = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i to_groups =
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
     _mm512_storeu_ps(mean, _mm512_permutexvar_ps(to_groups, m));
     _mm512_storeu_ps(rstd, _mm512_permutexvar_ps(to_groups, rs));
   }
-  // y = (x * rstd - mean * rstd) * w + b, rstd and -mean * rstd spread over each group's lanes.
+  // y = (x * rstd - mean * rstd) * w + b, with rstd and -mean * rstd spread
+  // over each group's lanes.
   const __m512 neg_mr = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), m), rs);
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
@@ -492,7 +500,8 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
                                              e + 8, e + 8, e + 8, e + 8);
     const __m512 xn = _mm512_fmadd_ps(r[e], _mm512_permutexvar_ps(spread, rs),
                                       _mm512_permutexvar_ps(spread, neg_mr));
-    _mm512_storeu_ps(y + 16 * e, _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e)));
+    _mm512_storeu_ps(y + 16 * e,
+                     _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e)));
   }
 }
 #endif  // PLN_HAVE_AVX512
