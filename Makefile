@@ -1,12 +1,16 @@
 # Quick start: `make demo` (the main job) and `make test` (the whole suite).
 # Each installs missing Debian packages, configures (Release, Ninja) and builds.
+# PyTorch 2.x: `make venv` (.venv/ with pip's torch and the package) and
+# `make test-torch2` (the whole suite against that torch, in build-torch2/).
 
 BUILD_DIR ?= build
 CMAKE_ARGS ?=
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+VENV ?= .venv
+TORCH2_BUILD_DIR ?= build-torch2
 
-.PHONY: all bootstrap configure build demo test bench clean
+.PHONY: all bootstrap configure build demo test bench clean venv test-torch2
 
 all: build
 
@@ -33,5 +37,20 @@ bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
 	$(BUILD_DIR)/bench/pln_bench
 
+# .venv/ with torch 2.11.0 from pip, pytest, numpy and scikit-build-core; then
+# the pln package built against that torch (pip install --no-build-isolation .).
+venv: bootstrap
+	VENV=$(VENV) scripts/venv
+
+$(TORCH2_BUILD_DIR)/build.ninja: | venv
+	cmake -S . -B $(TORCH2_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DPLN_TORCH_PYTHON=$(abspath $(VENV))/bin/python $(CMAKE_ARGS)
+
+# Every CTest test and the pytest suites against pip's torch; the tests of the
+# installed package run (and fail rather than skip without it).
+test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
+	cmake --build $(TORCH2_BUILD_DIR) -j $(JOBS)
+	cd $(TORCH2_BUILD_DIR) && PLN_REQUIRE_INSTALLED=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) build-pip

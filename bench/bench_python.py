@@ -1,8 +1,18 @@
-"""Side-by-side timings from Python: the pln package (torch.ops.pln over the
-fused kernels) against the original module's composed PyTorch ops, on the
-three shapes of the C++ benchmark, forward and forward+backward, min of N.
+"""Side-by-side timings from Python, on the three shapes of the C++ benchmark,
+forward and forward+backward, min of N calls taken in interleaved rounds.
 
-    PLN_LIBRARY=build/libpln_ops.so PYTHONPATH=python /usr/bin/python3 bench/bench_python.py [--threads 1] [--quick]
+The operator alone:
+  pln           the pln package's fused op (torch.ops.pln.parallel_ln), eager
+  original      the original module's composed PyTorch ops, eager
+  orig.compile  the original module under torch.compile (Inductor fuses it; PyTorch 2.x)
+  copy          x.clone(): the memory-bound floor
+In a model (PyTorch 2.x): four residual norm layers, x = x + norm_k(x):
+  model.pln     with pln.ParallelLN, eager
+  model.pcomp   the same model under torch.compile (the fused op called from the graph)
+  model.ocomp   with the original module, under torch.compile
+
+    PLN_LIBRARY=build/libpln.so PYTHONPATH=python /usr/bin/python3 bench/bench_python.py
+    .venv/bin/python bench/bench_python.py --threads 1,2       # PyTorch 2.x, the installed package
 """
 
 import argparse
@@ -28,52 +38,119 @@ QUICK = [
     ("tokens [16,65,384] g=8", (16, 65, 384), 384, 8, 3),
     ("NCHW   [8,64,32,32] g=16", (8, 64, 32, 32), 64, 16, 4),
 ]
+HAS_COMPILE = hasattr(torch, "compile")
 
 
-def min_ms(fn, reps, budget_ms):
-    fn()
-    best, spent, r = float("inf"), 0.0, 0
-    while r < reps or (spent < budget_ms and r < 5 * reps):
-        t0 = time.perf_counter()
+def interleaved_min_ms(fns, reps, budget_ms):
+    """Min time of each function, calling them in turn round after round, so
+    that drifting machine load hits every side alike."""
+    for fn in fns.values():
         fn()
-        ms = (time.perf_counter() - t0) * 1e3
-        best, spent, r = min(best, ms), spent + ms, r + 1
+        fn()
+    best = {name: float("inf") for name in fns}
+    spent, rounds = 0.0, 0
+    while rounds < reps or (spent < budget_ms and rounds < 5 * reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            ms = (time.perf_counter() - t0) * 1e3
+            best[name], spent = min(best[name], ms), spent + ms
+        rounds += 1
     return best
+
+
+class Residual(torch.nn.Module):
+    """x = x + norm_k(x) for each of the norms: a model whose compiled graph
+    calls the norm several times between Inductor's own kernels."""
+
+    def __init__(self, norms):
+        super().__init__()
+        self.norms = torch.nn.ModuleList(norms)
+
+    def forward(self, x):
+        for norm in self.norms:
+            x = x + norm(x)
+        return x
+
+
+def randomised(module, seed):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        module.weight.copy_(torch.rand(module.weight.shape, generator=gen) + 0.5)
+        module.bias.copy_(torch.randn(module.bias.shape, generator=gen))
+    return module
+
+
+def sides(c, g, dim):
+    """The modules timed against each other; the original's share our parameters."""
+    ours = randomised(pln.ParallelLN(c, g, dim=dim), 0)
+    ref = OriginalParallelLN(c, g, dim=dim)
+    ref.load_state_dict(ours.state_dict())
+    modules = {"pln": ours, "original": ref}
+    if HAS_COMPILE:
+        modules["orig.compile"] = torch.compile(ref)
+        layers = [randomised(pln.ParallelLN(c, g, dim=dim), k) for k in range(4)]
+        originals = [OriginalParallelLN(c, g, dim=dim) for _ in layers]
+        for o, l in zip(originals, layers):
+            o.load_state_dict(l.state_dict())
+        modules["model.pln"] = Residual(layers)
+        modules["model.pcomp"] = torch.compile(modules["model.pln"])
+        modules["model.ocomp"] = torch.compile(Residual(originals))
+    return modules
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", default="1", help="thread counts, comma-separated")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     allocator = keep_freed_memory()
-    torch.set_num_threads(args.threads)
     shapes, reps = (QUICK, min(args.reps, 3)) if args.quick else (SHAPES, args.reps)
-    print(f"bench_python: torch {torch.__version__}, {args.threads} thread(s), min of >= {reps} runs, "
-          f"float32, affine, {allocator}")
-    print(f"{'shape':<28} {'pass':>8} | {'pln ms':>9} {'original':>9} | {'speed-up':>8}")
-    for name, shape, c, g, dim in shapes:
-        torch.manual_seed(0)
-        x, dy = torch.randn(shape), torch.randn(shape)
-        ours, ref = pln.ParallelLN(c, g, dim=dim), OriginalParallelLN(c, g, dim=dim)
-        for module in (ours, ref):
-            with torch.no_grad():
-                module.weight.uniform_(0.5, 1.5)
-                module.bias.normal_()
-        for backward in (False, True):
-            def run(module):
-                if not backward:
-                    with torch.no_grad():
-                        module(x)
-                    return
-                xg = x.detach().requires_grad_()
-                module(xg).backward(dy)
-            budget = 50 if args.quick else 600
-            t_ours = min_ms(lambda: run(ours), reps, budget)
-            t_ref = min_ms(lambda: run(ref), reps, budget)
-            print(f"{name:<28} {'fwd+bwd' if backward else 'fwd':>8} | {t_ours:>9.3f} {t_ref:>9.3f} | "
-                  f"{t_ref / t_ours:>8.1f}")
+    names = ["pln", "original"] + (["orig.compile"] if HAS_COMPILE else []) + ["copy"]
+    if HAS_COMPILE:
+        names += ["model.pln", "model.pcomp", "model.ocomp"]
+    print(f"bench_python: torch {torch.__version__}, min of >= {reps} interleaved runs, float32, affine, "
+          f"{allocator}")
+    print("ratios: orig/pln and ocomp/pln are speed-ups of the eager fused op over the original module, "
+          "eager and compiled; pln/copy its cost over a plain copy; in the model, pcomp/pln is the "
+          "compiled model's time over eager and ocomp/pcomp the speed-up over the compiled original")
+    ratios = ["orig/pln"] + (["ocomp/pln"] if HAS_COMPILE else []) + ["pln/copy"]
+    if HAS_COMPILE:
+        ratios += ["pcomp/pln", "ocomp/pcomp"]
+    print(f"{'shape':<28} {'thr':>3} {'pass':>8} |" + "".join(f" {n:>12}" for n in names) + " |"
+          + "".join(f" {r:>11}" for r in ratios))
+    for threads in (int(t) for t in args.threads.split(",")):
+        torch.set_num_threads(threads)
+        for label, shape, c, g, dim in shapes:
+            if HAS_COMPILE:
+                # Fresh compiles: Inductor's kernels are generated for the thread count in force,
+                # and every shape's modules would otherwise count against one recompile limit.
+                torch._dynamo.reset()
+            torch.manual_seed(0)
+            x, dy = torch.randn(shape), torch.randn(shape)
+            modules = sides(c, g, dim)
+            for backward in (False, True):
+                def run(module):
+                    if not backward:
+                        with torch.no_grad():
+                            module(x)
+                        return
+                    xg = x.detach().requires_grad_()
+                    module(xg).backward(dy)
+
+                fns = {name: (lambda m=m: run(m)) for name, m in modules.items()}
+                fns["copy"] = x.clone
+                t = interleaved_min_ms(fns, reps, 50 if args.quick else 1500)
+                row = [t["original"] / t["pln"]]
+                if HAS_COMPILE:
+                    row.append(t["orig.compile"] / t["pln"])
+                row.append(t["pln"] / t["copy"])
+                if HAS_COMPILE:
+                    row += [t["model.pcomp"] / t["model.pln"], t["model.ocomp"] / t["model.pcomp"]]
+                print(f"{label:<28} {threads:>3} {'fwd+bwd' if backward else 'fwd':>8} |"
+                      + "".join(f" {t[n]:>12.3f}" for n in names) + " |"
+                      + "".join(f" {r:>11.2f}" for r in row), flush=True)
 
 
 if __name__ == "__main__":

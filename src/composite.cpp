@@ -17,7 +17,7 @@ torch::Tensor grouped(const torch::Tensor& x, const GroupNormSpec& spec) {
 // Inverse of grouped for a tensor shaped like `like`.
 torch::Tensor ungrouped(const torch::Tensor& g, const torch::Tensor& like,
                         const GroupNormSpec& spec) {
-  return features_restore(g.reshape(features_last(like, spec.layout).sizes()), spec.layout);
+  return features_restore(g.reshape_symint(features_last(like, spec.layout).sym_sizes()), spec.layout);
 }
 
 }  // namespace

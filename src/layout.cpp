@@ -22,19 +22,20 @@ void check_input(const torch::Tensor& x, Layout layout, int64_t num_features) {
   TORCH_CHECK(at::isFloatingType(x.scalar_type()),
               "pln: expected a floating-point input, got dtype ", x.scalar_type());
   const int64_t rank = layout_rank(layout);
+  // Sizes are read as SymInts: under torch.compile they may be symbolic.
   TORCH_CHECK(x.dim() == rank, "pln: layout ", to_string(layout), " expects a ", rank, "-D input ",
-              layout_shape_name(layout), ", got a ", x.dim(), "-D input of shape ", x.sizes());
+              layout_shape_name(layout), ", got a ", x.dim(), "-D input of shape ", x.sym_sizes());
   const int64_t axis = layout_channel_axis(layout);
-  TORCH_CHECK(x.size(axis) == num_features, "pln: expected ", num_features,
+  TORCH_CHECK(x.sym_size(axis) == num_features, "pln: expected ", num_features,
               " features on axis ", axis, " of the ", to_string(layout), " input, got ",
-              x.size(axis), " (input shape ", x.sizes(), ")");
+              x.sym_size(axis), " (input shape ", x.sym_sizes(), ")");
 }
 
 void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& x,
                  int64_t num_features) {
   if (!p.defined()) return;
-  TORCH_CHECK(p.numel() == num_features, "pln: ", name, " must have ", num_features,
-              " elements (num_features), got ", p.numel(), " (shape ", p.sizes(), ")");
+  TORCH_CHECK(p.sym_numel() == num_features, "pln: ", name, " must have ", num_features,
+              " elements (num_features), got ", p.sym_numel(), " (shape ", p.sym_sizes(), ")");
   TORCH_CHECK(p.scalar_type() == x.scalar_type(), "pln: ", name, " has dtype ", p.scalar_type(),
               " but the input has dtype ", x.scalar_type());
   TORCH_CHECK(p.device() == x.device(), "pln: ", name, " is on ", p.device(),
@@ -63,11 +64,17 @@ std::vector<int64_t> param_shape(Layout layout, int64_t num_features) {
   return shape;
 }
 
+c10::MemoryFormat output_format(const torch::Tensor& x, Layout layout) {
+  return layout == Layout::kNCHW && !x.is_contiguous() &&
+                 x.is_contiguous(c10::MemoryFormat::ChannelsLast)
+             ? c10::MemoryFormat::ChannelsLast
+             : c10::MemoryFormat::Contiguous;
+}
+
 KernelView kernel_view(const torch::Tensor& x, Layout layout, int64_t num_features,
                        int64_t num_per_group) {
   const int64_t axis = layout_channel_axis(layout);
-  if (layout == Layout::kNCHW && !x.is_contiguous() &&
-      x.is_contiguous(c10::MemoryFormat::ChannelsLast)) {
+  if (output_format(x, layout) == c10::MemoryFormat::ChannelsLast) {
     // Channels-last storage is NHWC in memory: the groups are contiguous.
     const int64_t positions = x.numel() / num_features;
     return {x, {positions, num_features, 1, num_per_group}, c10::MemoryFormat::ChannelsLast};

@@ -24,6 +24,11 @@ torch::Tensor features_restore(const torch::Tensor& y, Layout layout);
 /// Shape broadcasting a [C] parameter along the feature axis of a layout.
 std::vector<int64_t> param_shape(Layout layout, int64_t num_features);
 
+/// The memory format of every output shaped like x: channels-last for a
+/// channels-last NCHW input (whose groups the kernels then read contiguously),
+/// contiguous otherwise.
+c10::MemoryFormat output_format(const torch::Tensor& x, Layout layout);
+
 /// x as the fused kernels see it: a tensor whose memory is [outer, C, inner]
 /// contiguous (x itself when it already is, else a copy), plus the memory
 /// format outputs must be allocated with to share that arrangement.

@@ -1,5 +1,7 @@
 #include "pinn/ntk.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,7 +34,7 @@ NtkStats kernel_stats(const torch::Tensor& kernel) {
   NtkStats s;
   const auto k = kernel.to(torch::kFloat64);
   s.n_points = k.size(0);
-  const auto eig = torch::linalg::eigvalsh(k, "L").flip(0).contiguous();  // descending
+  const auto eig = at::linalg_eigvalsh(k, "L").flip(0).contiguous();  // descending
   s.eigenvalues.assign(eig.data_ptr<double>(), eig.data_ptr<double>() + eig.numel());
   s.trace = k.diagonal().sum().item<double>();
   s.lambda_max = s.eigenvalues.front();

@@ -9,13 +9,16 @@ namespace pln::functional {
 /// Parallel Layer Normalization of `x`. `weight` and `bias` hold C elements
 /// (shape [C] or the original module's broadcast shape) or are undefined.
 ///
-/// On CPU float/double tensors with p = 2 this runs the fused kernels through
-/// a custom autograd function that is twice differentiable; elsewhere (other
-/// devices, dtypes or p) it runs the composite ATen implementation.
+/// Calls the registered operator pln::parallel_ln through the dispatcher, as
+/// torch.ops.pln.parallel_ln does: on CPU float/double tensors with p = 2 the
+/// fused kernels, through a custom autograd function that is twice
+/// differentiable; elsewhere (other devices, dtypes or p) the composite ATen
+/// implementation.
 torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& options,
                           const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
 
-/// PQNorm of `x` (composite implementation; p = q = 2 dispatches to parallel_ln).
+/// PQNorm of `x`: the operator pln::pq_norm (composite implementation; p = q = 2
+/// runs parallel_ln).
 torch::Tensor pq_norm(const torch::Tensor& x, const PQNormOptions& options,
                       const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
 

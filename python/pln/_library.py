@@ -1,15 +1,20 @@
 """Finds and loads the shared library that registers torch.ops.pln."""
 
+import ctypes
 import os
 from pathlib import Path
+from typing import List, Optional, Tuple
 
 import torch
 
-LIBRARY_NAME = "libpln_ops.so"
+LIBRARY_NAME = "libpln.so"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
+#: The file the operators were loaded from (None: registered before pln was imported).
+loaded_from: Optional[Path] = None
 
-def _candidates():
+
+def _candidates() -> List[Tuple[str, Path]]:
     env = os.environ.get("PLN_LIBRARY")
     if env:
         # An explicit choice is the only candidate: a wrong path is an error, not a fallback.
@@ -20,19 +25,53 @@ def _candidates():
     ]
 
 
-def load():
-    """Loads the operator library once; raises ImportError saying how to build it."""
-    if hasattr(torch.ops.pln, "parallel_ln"):
-        return
+def _registered() -> bool:
+    return hasattr(torch.ops.pln, "parallel_ln")
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def _check_torch_version(path: Path, origin: str) -> None:
+    try:
+        built = ctypes.CDLL(str(path)).pln_torch_version
+    except AttributeError:
+        return  # an older build without the symbol; its registrations loaded fine
+    built.restype = ctypes.c_char_p
+    version = built().decode()
+    if _minor(version) != _minor(torch.__version__):
+        raise ImportError(
+            f"pln: {path} ({origin}) was built against LibTorch {version}, but this interpreter has "
+            f"torch {torch.__version__}; rebuild it against this torch "
+            "(pip install --no-build-isolation . at the repository root)")
+
+
+def load() -> None:
+    """Loads the operator library once; raises ImportError saying what went wrong."""
+    global loaded_from
+    if _registered():
+        return  # loaded already (another import, or a C++ host that links libpln)
     tried = []
     for origin, path in _candidates():
-        if path.is_file():
+        if not path.is_file():
+            tried.append(f"{path} ({origin})")
+            continue
+        try:
             torch.ops.load_library(str(path))
-            return
-        tried.append(f"{path} ({origin})")
+        except OSError as error:
+            raise ImportError(f"pln: cannot load {path} ({origin}): {error}") from error
+        if not _registered():
+            raise ImportError(
+                f"pln: {path} ({origin}) loaded, but it does not register the torch.ops.pln operators; "
+                f"point PLN_LIBRARY at pln's {LIBRARY_NAME}")
+        _check_torch_version(path, origin)
+        loaded_from = path
+        return
     raise ImportError(
         "pln: cannot find the operator library " + LIBRARY_NAME + "; looked for "
         + ", ".join(tried)
-        + ". Build it with `make` at the repository root (it lands in build/), "
-        "or point PLN_LIBRARY at an existing " + LIBRARY_NAME + "."
+        + ". Install the package with `pip install --no-build-isolation .` at the repository root, "
+        "build it with `make` (it lands in build/), or point PLN_LIBRARY at an existing "
+        + LIBRARY_NAME + "."
     )

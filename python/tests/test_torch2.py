@@ -1,0 +1,405 @@
+"""The operators under PyTorch 2.x: opcheck, torch.compile, torch.export,
+AOTInductor, and the installed package (pip install --no-build-isolation .)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import pln
+from original import OriginalParallelLN
+
+TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+pytestmark = pytest.mark.skipif(TORCH < (2, 6), reason=f"needs PyTorch 2.6 or later, this is {torch.__version__}")
+
+REPO = Path(__file__).resolve().parents[2]
+C = 16
+SHAPES = {"nc": (6, C), "ntc": (3, 5, C), "nchw": (3, C, 4, 5), "nhwc": (3, 4, 5, C), "ncl": (3, C, 7)}
+
+
+def make_input(layout, dtype, requires_grad, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(SHAPES[layout], generator=gen, dtype=dtype) * 2 + 0.5
+    return x.requires_grad_(requires_grad)
+
+
+def affine(dtype, requires_grad, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    w = (torch.rand(C, generator=gen, dtype=dtype) + 0.5).requires_grad_(requires_grad)
+    b = torch.randn(C, generator=gen, dtype=dtype).requires_grad_(requires_grad)
+    return w, b
+
+
+def opcheck(op, args, kwargs=None):
+    from torch.library import opcheck as check
+
+    results = check(op, args, kwargs or {})
+    assert set(results) == {"test_schema", "test_autograd_registration", "test_faketensor",
+                            "test_aot_dispatch_dynamic"}
+    assert all(v == "SUCCESS" for v in results.values()), results
+
+
+# ------------------------------------------------------------------ opcheck ---
+
+@pytest.mark.parametrize("layout", list(SHAPES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_parallel_ln(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4), {"layout": layout})
+    opcheck(torch.ops.pln.parallel_ln.default, (x, None, None, C, 8, 1e-5, False, layout))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_parallel_ln_channels_last_and_generic_p(requires_grad):
+    x = make_input("nchw", torch.float32, False).contiguous(memory_format=torch.channels_last)
+    x.requires_grad_(requires_grad)
+    w, b = affine(torch.float32, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4))
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4, 1e-5, True, "nchw", 3.0))
+
+
+@pytest.mark.parametrize("layout", ["nc", "nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_pq_norm(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.pq_norm.default, (x, w, b, C, 4, 3.0, 1.5), {"layout": layout})
+    opcheck(torch.ops.pln.pq_norm.default, (x, w, b, C, 4, 2.0, 2.0), {"layout": layout})
+
+
+@pytest.mark.parametrize("layout", list(SHAPES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_forward_and_backward_ops(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln_forward.default, (x, w, b, C, 4), {"layout": layout})
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x.detach(), w.detach(), b.detach(), C, 4, layout=layout)
+    dy = make_input(layout, dtype, requires_grad, seed=2)
+    opcheck(torch.ops.pln.parallel_ln_backward.default, (dy, x, mean, rstd, w, C, 4), {"layout": layout})
+
+
+def test_backward_op_rejects_statistics_of_another_input():
+    x = make_input("nc", torch.float32, False)
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, C, 4, layout="nc")
+    with pytest.raises(RuntimeError, match=r"expected the forward's statistics, 24 Float values, got shape \[12\]"):
+        torch.ops.pln.parallel_ln_backward(x, x, mean[:12], rstd, None, C, 4, layout="nc")
+    with pytest.raises(RuntimeError, match=r"grad_output has shape \[6, 8\] but the input has shape \[6, 16\]"):
+        torch.ops.pln.parallel_ln_backward(x[:, :8], x, mean, rstd, None, C, 4, layout="nc")
+
+
+# ---------------------------------------------------------- torch.compile ---
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(3, 32), pln.ParallelLN(32, 4, dim=2),
+                                       torch.nn.Linear(32, 32), pln.PLS(32, 8, dim=2),
+                                       torch.nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), pln.ParallelLN(16, 4),
+                                       torch.nn.Conv2d(16, 16, 3, padding=1), pln.ParallelLN(16, 8),
+                                       torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                       torch.nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Block(torch.nn.Module):
+    """A pre-norm transformer block with PLN at both norm sites."""
+
+    def __init__(self, width=32, heads=4):
+        super().__init__()
+        self.norm1 = pln.ParallelLN(width, 8, dim=3)
+        self.attn = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = pln.ParallelLN(width, 8, dim=3)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.GELU(),
+                                       torch.nn.Linear(2 * width, width))
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+def model_and_input(kind, batch=4, seed=0):
+    torch.manual_seed(seed)
+    if kind == "mlp":
+        return MLP(), torch.randn(batch, 3)
+    if kind == "block":
+        return Block(), torch.randn(batch, 7, 32)
+    x = torch.randn(batch, 3, 6, 6)
+    model = CNN()
+    if kind == "cnn_channels_last":
+        model, x = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    return model, x
+
+
+def forward_and_grads(run, model, x):
+    """run(x) computes with model's parameters (the compiled module shares them)."""
+    model.zero_grad()
+    x = x.detach().clone().requires_grad_()
+    y = run(x)
+    y.square().sum().backward()
+    return y.detach(), x.grad, {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+def assert_same_training_step(eager, compiled, x):
+    y, dx, grads = forward_and_grads(eager, eager, x)
+    yc, dxc, gradsc = forward_and_grads(compiled, eager, x)
+    torch.testing.assert_close(yc, y, atol=2e-5, rtol=2e-5)
+    torch.testing.assert_close(dxc, dx, atol=2e-4, rtol=2e-4)
+    for name in grads:
+        torch.testing.assert_close(gradsc[name], grads[name], atol=2e-4, rtol=2e-4, msg=name)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "cnn_channels_last", "block"])
+def test_compile_fullgraph_matches_eager(kind):
+    torch._dynamo.reset()
+    model, x = model_and_input(kind)
+    compiled = torch.compile(model, fullgraph=True)
+    assert_same_training_step(model, compiled, x)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), atol=2e-5, rtol=2e-5)
+
+
+def test_compile_dynamic_batch_sizes_compile_once():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor")
+    model, _ = model_and_input("cnn")
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend=counter)
+    compiles = []
+    for batch in (5, 7, 9):  # none equal to a static size (duck sizing would tie them)
+        _, x = model_and_input("cnn", batch=batch, seed=batch)
+        assert_same_training_step(model, compiled, x)
+        compiles.append(counter.frame_count)
+    # The first call may trace twice (dynamo restarts once to specialise eps); no batch size recompiles.
+    assert compiles[0] >= 1 and compiles[1:] == compiles[:1] * 2, compiles
+
+
+def test_compiled_training_graphs_call_the_fused_ops():
+    """Under torch.compile the forward graph holds pln.parallel_ln_forward and
+    the backward graph pln.parallel_ln_backward (the fused kernels), and an
+    inference graph pln.parallel_ln: nothing is decomposed."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
+        return make_boxed_func(gm.forward)
+
+    torch._dynamo.reset()
+    model, x = model_and_input("mlp")
+    compiled = torch.compile(model, fullgraph=True, backend=aot_autograd(fw_compiler=record, bw_compiler=record))
+    compiled(x.requires_grad_()).sum().backward()
+    assert len(graphs) == 2
+    assert "pln.parallel_ln_forward.default" in graphs[0]
+    assert "pln.parallel_ln_backward.default" in graphs[1]
+    graphs.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled(x.detach())
+    assert "pln.parallel_ln.default" in graphs[0]
+
+
+def test_compile_reports_a_bad_input_with_the_operator_message():
+    torch._dynamo.reset()
+    compiled = torch.compile(pln.ParallelLN(16, 4, dim=2), fullgraph=True)
+    with pytest.raises(Exception, match=r"expected 16 features on axis 1 of the NC input, got 12"):
+        compiled(torch.randn(3, 12))
+
+
+# ---------------------------------------------------------- torch.export ---
+
+def test_export_runs_and_matches_eager_with_dynamic_batch():
+    model, x = model_and_input("cnn", batch=4)
+    batch = torch.export.Dim("batch", min=2, max=64)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: batch},))
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert "pln.parallel_ln.default" in targets
+    for n in (4, 9):
+        _, xn = model_and_input("cnn", batch=n, seed=n)
+        with torch.no_grad():
+            torch.testing.assert_close(ep.module()(xn), model(xn), atol=1e-5, rtol=1e-5)
+
+
+def test_export_reports_a_bad_model_with_the_operator_message():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 12), pln.ParallelLN(16, 4, dim=2))
+    with pytest.raises(Exception, match=r"expected 16 features on axis 1 of the NC input, got 12"):
+        torch.export.export(model, (torch.randn(4, 3),))
+
+
+def run_python(code, cwd, env_extra=None, clean=True):
+    """Runs `code` in a fresh interpreter; clean: without PLN_LIBRARY and PYTHONPATH."""
+    env = dict(os.environ)
+    if clean:
+        env.pop("PLN_LIBRARY", None)
+        env.pop("PYTHONPATH", None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_exported_program_saved_and_loaded_in_a_fresh_process(tmp_path):
+    model, x = model_and_input("block", batch=3)
+    ep = torch.export.export(model, (x,))
+    torch.export.save(ep, tmp_path / "block.pt2")
+    with torch.no_grad():
+        torch.save({"x": x, "y": model(x)}, tmp_path / "io.pt")
+    code = """
+        import torch, pln
+        ep = torch.export.load("block.pt2")
+        io = torch.load("io.pt")
+        y = ep.module()(io["x"])
+        torch.testing.assert_close(y, io["y"], atol=1e-5, rtol=1e-5)
+        print("loaded and ran", tuple(y.shape))
+    """
+    # The fresh process finds pln as this one did (the package under test).
+    result = run_python(code, tmp_path, clean=False,
+                        env_extra={"PYTHONPATH": str(Path(pln.__file__).parents[1])})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "loaded and ran (3, 7, 32)" in result.stdout
+    # Without pln imported the program cannot run, and says which operator it misses.
+    without = run_python('import torch; torch.export.load("block.pt2")', tmp_path)
+    assert without.returncode != 0
+    assert "pln" in without.stderr
+
+
+# --------------------------------------------- AOTInductor, run from C++ ---
+
+def test_aot_inductor_package_runs_in_python_and_in_cpp(tmp_path):
+    runner = os.environ.get("PLN_RUN_EXPORTED")
+    model, x = model_and_input("cnn", batch=3)
+    model.eval()
+    ep = torch.export.export(model, (x,))
+    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "cnn.pt2"))
+    with torch.no_grad():
+        expected = model(x)
+    torch.testing.assert_close(torch._inductor.aoti_load_package(package)(x), expected, atol=1e-5, rtol=1e-5)
+    if not runner:
+        pytest.skip("PLN_RUN_EXPORTED (the C++ runner, examples/run_exported) is not set")
+    torch.save([x], tmp_path / "inputs.pt")
+    result = subprocess.run([runner, package, str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    (y,) = torch.load(tmp_path / "outputs.pt")
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_cpp_runner_reports_a_missing_package(tmp_path):
+    runner = os.environ.get("PLN_RUN_EXPORTED")
+    if not runner:
+        pytest.skip("PLN_RUN_EXPORTED (the C++ runner, examples/run_exported) is not set")
+    torch.save([torch.randn(2, 3)], tmp_path / "inputs.pt")
+    result = subprocess.run([runner, str(tmp_path / "nowhere.pt2"), str(tmp_path / "inputs.pt"),
+                             str(tmp_path / "out.pt")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "run_exported:" in result.stderr and "nowhere.pt2" in result.stderr
+
+
+# ------------------------------------------------- the installed package ---
+
+def installed_or_skip(tmp_path):
+    probe = run_python("import pln; print(pln.__file__)", tmp_path)
+    if probe.returncode != 0:
+        if os.environ.get("PLN_REQUIRE_INSTALLED"):
+            pytest.fail("pln is not installed in this interpreter: " + probe.stderr[-2000:])
+        pytest.skip("pln is not installed in this interpreter (pip install --no-build-isolation .)")
+    return Path(probe.stdout.strip())
+
+
+def test_installed_package_from_outside_the_repository(tmp_path):
+    init = installed_or_skip(tmp_path)
+    assert init.parent != REPO / "python" / "pln", init
+    code = """
+        import torch, pln
+        from torch.library import opcheck
+        assert pln.library_path.parent == __import__("pathlib").Path(pln.__file__).parent, pln.library_path
+        x = torch.randn(4, 16, 3, 3, requires_grad=True)
+        w = torch.rand(16, requires_grad=True); b = torch.randn(16, requires_grad=True)
+        result = opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, 16, 4))
+        assert all(v == "SUCCESS" for v in result.values()), result
+        model = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 1), pln.ParallelLN(16, 4))
+        compiled = torch.compile(model, fullgraph=True)
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+        ep = torch.export.export(model, (x.detach(),))
+        torch.testing.assert_close(ep.module()(x.detach()), model(x.detach()), atol=1e-5, rtol=1e-5)
+        print("installed:", pln.library_path)
+    """
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "installed:" in result.stdout
+
+
+def test_pip_build_without_torch_says_to_install_it_first(tmp_path):
+    pytest.importorskip("scikit_build_core")
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "torch.py").write_text('raise ImportError("No module named \'torch\'")\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
+         "-w", str(tmp_path / "wheel"), f"--config-settings=build-dir={tmp_path / 'build'}", str(REPO)],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(shadow)), capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "cannot import torch" in output, output[-3000:]
+    assert "install it first" in output
+
+
+# ------------------------------------------------------ the Python front end ---
+
+def test_library_without_the_operators_is_an_import_error_naming_it(tmp_path):
+    other = Path(torch.__file__).parent / "lib" / "libc10.so"
+    result = run_python("import pln", tmp_path, clean=False,
+                        env_extra={"PLN_LIBRARY": str(other),
+                                   "PYTHONPATH": str(Path(pln.__file__).parents[1])})
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr
+    assert f"{other} (PLN_LIBRARY) loaded, but it does not register the torch.ops.pln operators" in result.stderr
+
+
+def test_unloadable_library_is_an_import_error_naming_it(tmp_path):
+    bad = tmp_path / "libpln.so"
+    bad.write_bytes(b"not an ELF file")
+    result = run_python("import pln", tmp_path, clean=False,
+                        env_extra={"PLN_LIBRARY": str(bad), "PYTHONPATH": str(Path(pln.__file__).parents[1])})
+    assert result.returncode != 0
+    assert f"ImportError: pln: cannot load {bad} (PLN_LIBRARY)" in result.stderr
+
+
+@pytest.mark.parametrize("cls,kwargs", [
+    (pln.ParallelLN, {"centring": False}),
+    (pln.PLS, {"centering": True}),
+    (pln.PQNorm, {"r": 3.0}),
+])
+def test_unknown_keyword_arguments_raise_type_error(cls, kwargs):
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        cls(16, 4, **kwargs)
+
+
+def test_original_module_under_compile_matches_ours():
+    """The comparison the benchmark makes: the original module compiled by
+    Inductor computes what the fused op computes."""
+    torch._dynamo.reset()
+    x = torch.randn(8, 16, 5, 5)
+    original = torch.compile(OriginalParallelLN(16, 4), fullgraph=True)
+    torch.testing.assert_close(pln.ParallelLN(16, 4)(x), original(x), atol=1e-5, rtol=1e-5)

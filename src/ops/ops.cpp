@@ -1,0 +1,101 @@
+// Calls of the pln operators through the dispatcher, and what their kernels share.
+
+#include "ops/ops.h"
+
+#include "layout.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+
+#include <string>
+
+namespace pln::ops {
+
+namespace {
+
+template <typename Fn>
+c10::TypedOperatorHandle<Fn> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
+}
+
+}  // namespace
+
+at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                       c10::string_view layout, double p) {
+  static const auto op = handle<ParallelLNFn>("pln::parallel_ln");
+  return op.call(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
+}
+
+at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                   int64_t num_features, int64_t num_per_group, double p, double q, double eps,
+                   bool centering, c10::string_view layout) {
+  static const auto op = handle<PQNormFn>("pln::pq_norm");
+  return op.call(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
+}
+
+Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,
+                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
+                            double eps, bool centering, c10::string_view layout) {
+  static const auto op = handle<ParallelLNForwardFn>("pln::parallel_ln_forward");
+  return op.call(input, weight, bias, num_features, num_per_group, eps, centering, layout);
+}
+
+Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                             const at::Tensor& mean, const at::Tensor& rstd,
+                             const OptionalTensor& weight, int64_t num_features,
+                             int64_t num_per_group, double eps, bool centering,
+                             c10::string_view layout) {
+  static const auto op = handle<ParallelLNBackwardFn>("pln::parallel_ln_backward");
+  return op.call(grad_output, input, mean, rstd, weight, num_features, num_per_group, eps, centering,
+                 layout);
+}
+
+detail::GroupNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps,
+                                   bool centering, c10::string_view layout, double p, double q) {
+  const Layout parsed = layout_from_string(std::string(layout.data(), layout.size()));
+  PQNormOptions(num_features, num_per_group).eps(eps).p(p).q(q).layout(parsed).validate();
+  return {num_features, num_per_group, eps, centering, parsed, p, q};
+}
+
+void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                   const detail::GroupNormSpec& spec) {
+  detail::check_input(input, spec.layout, spec.num_features);
+  detail::check_param(value_or_undefined(weight), "weight", input, spec.num_features);
+  detail::check_param(value_or_undefined(bias), "bias", input, spec.num_features);
+}
+
+void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
+                            const at::Tensor& mean, const at::Tensor& rstd,
+                            const OptionalTensor& weight, const detail::GroupNormSpec& spec) {
+  check_tensors(input, weight, {}, spec);
+  TORCH_CHECK(grad_output.sym_sizes() == input.sym_sizes(), "pln::parallel_ln_backward: grad_output has shape ",
+              grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
+  TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "pln::parallel_ln_backward: grad_output has dtype ",
+              grad_output.scalar_type(), " but the input has dtype ", input.scalar_type());
+  const c10::SymInt count = input.sym_numel() / spec.num_per_group;
+  const auto type = stats_type(input.scalar_type());
+  for (const auto* s : {&mean, &rstd}) {
+    TORCH_CHECK(s->dim() == 1 && s->sym_numel() == count && s->scalar_type() == type,
+                "pln::parallel_ln_backward: expected the forward's statistics, ", count, " ", type,
+                " values, got shape ", s->sym_sizes(), " and dtype ", s->scalar_type());
+  }
+}
+
+at::ScalarType stats_type(at::ScalarType input) {
+  return input == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+bool has_fused_kernels(const at::Tensor& input, double p) {
+  const auto type = input.scalar_type();
+  return p == 2.0 && input.layout() == c10::kStrided && input.device().is_cpu() &&
+         (type == at::kFloat || type == at::kDouble);
+}
+
+at::Tensor value_or_undefined(const OptionalTensor& t) { return t.has_value() ? *t : at::Tensor(); }
+
+OptionalTensor defined_or_none(const at::Tensor& t) {
+  return t.defined() ? OptionalTensor(t) : OptionalTensor();
+}
+
+}  // namespace pln::ops

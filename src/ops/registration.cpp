@@ -1,0 +1,59 @@
+// The pln operators' schemas and the kernels registered for each dispatch key:
+// the one place where the dispatcher is told which code runs for which device.
+// Loading libpln registers them, so torch.ops.pln (Python), TorchScript,
+// torch.export and AOTInductor programs, and pln::functional all find them.
+
+#include "ops/ops.h"
+
+#include <torch/library.h>
+#include <torch/version.h>
+
+// What the pln::ops CMake target makes the linker look for, so that a program
+// linking it keeps libpln, and with it these registrations.
+extern "C" __attribute__((visibility("default"))) const int pln_operators_registered = 1;
+
+// The LibTorch version these kernels were compiled against; the Python package
+// refuses to run them under another torch.
+extern "C" __attribute__((visibility("default"))) const char* pln_torch_version() { return TORCH_VERSION; }
+
+TORCH_LIBRARY(pln, m) {
+  m.def("parallel_ln(Tensor input, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float eps=1e-05, bool centering=True, str layout=\"nchw\", "
+        "float p=2.0) -> Tensor");
+  m.def("pq_norm(Tensor input, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float p=2.0, float q=2.0, float eps=1e-05, bool centering=True, "
+        "str layout=\"nchw\") -> Tensor");
+  m.def("parallel_ln_forward(Tensor input, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float eps=1e-05, bool centering=True, str layout=\"nchw\") "
+        "-> (Tensor output, Tensor mean, Tensor rstd)");
+  m.def("parallel_ln_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, "
+        "Tensor? weight, int num_features, int num_per_group, float eps=1e-05, "
+        "bool centering=True, str layout=\"nchw\") "
+        "-> (Tensor grad_input, Tensor grad_weight, Tensor grad_bias)");
+}
+
+TORCH_LIBRARY_IMPL(pln, CPU, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::cpu::parallel_ln));
+  m.impl("parallel_ln_forward", TORCH_FN(pln::ops::cpu::parallel_ln_forward));
+  m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cpu::parallel_ln_backward));
+}
+
+// Every other backend (CUDA, ...) runs the composite ATen ops.
+TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::composite::parallel_ln));
+  m.impl("pq_norm", TORCH_FN(pln::ops::composite::pq_norm));
+}
+
+TORCH_LIBRARY_IMPL(pln, Meta, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::meta::parallel_ln));
+  m.impl("pq_norm", TORCH_FN(pln::ops::meta::pq_norm));
+  m.impl("parallel_ln_forward", TORCH_FN(pln::ops::meta::parallel_ln_forward));
+  m.impl("parallel_ln_backward", TORCH_FN(pln::ops::meta::parallel_ln_backward));
+}
+
+TORCH_LIBRARY_IMPL(pln, Autograd, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::autograd::parallel_ln));
+  m.impl("pq_norm", TORCH_FN(pln::ops::autograd::pq_norm));
+  m.impl("parallel_ln_forward", TORCH_FN(pln::ops::autograd::parallel_ln_forward));
+  m.impl("parallel_ln_backward", TORCH_FN(pln::ops::autograd::parallel_ln_backward));
+}
