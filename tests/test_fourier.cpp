@@ -119,7 +119,7 @@ TEST(FourierPlot, ReadsRecordsOfAnEarlierVersion) {
   std::ofstream(dir / "records.csv") << "cell,layer,group,width,K,lr,seed,rel_l2\n"
                                         "a,pln,4,64,4,0.003,0,0.2\nb,pln,4,128,4,0.003,0,0.05\n"
                                         "c,ln,4,64,4,0.003,0,0.7\nd,ln,4,128,4,0.003,0,0.7\n";
-  fourier::plot_grid(dir, read_csv(dir / "records.csv"));
+  fourier::plot_grid(dir, read_csv(dir / "records.csv"), dir);
   EXPECT_TRUE(fs::exists(dir / "error_vs_width.png"));
   EXPECT_TRUE(fs::exists(dir / "error_vs_width.svg"));
   const auto slopes = read_csv(dir / "slopes.csv");
@@ -128,6 +128,34 @@ TEST(FourierPlot, ReadsRecordsOfAnEarlierVersion) {
   EXPECT_EQ(slopes.rows[0][1], "2.00");  // 0.2 -> 0.05 over a doubling of width
   EXPECT_EQ(slopes.rows[1][1], "0.00");  // the LN-Net does not improve
   fs::remove_all(dir);
+}
+
+TEST(FourierPlot, TablesAndSpreadOfSlopesIntoAnotherDirectory) {
+  // Two seeds at each of two learning rates; lr 0.01 has the lower median at both widths.
+  const auto dir = fresh_dir("fourier-tables"), out = fresh_dir("fourier-tables-out");
+  std::ofstream(dir / "records.csv") << "cell,model,width,K,lr,seed,rel_l2\n"
+                                        "a,PLN(4),64,4,0.01,0,0.4\nb,PLN(4),64,4,0.01,1,0.2\n"
+                                        "c,PLN(4),128,4,0.01,0,0.1\nd,PLN(4),128,4,0.01,1,0.1\n"
+                                        "e,PLN(4),64,4,0.001,0,0.9\nf,PLN(4),64,4,0.001,1,0.9\n"
+                                        "g,PLN(4),128,4,0.001,0,0.9\nh,PLN(4),128,4,0.001,1,0.9\n";
+  const auto records = read_csv(dir / "records.csv");
+  fourier::plot_grid(dir, records, out);
+  EXPECT_TRUE(fs::exists(out / "error_vs_width.png"));
+  EXPECT_FALSE(fs::exists(dir / "error_vs_width.png"));  // nothing is written beside the records
+  std::ifstream table(out / "error_table.md");
+  const std::string md((std::istreambuf_iterator<char>(table)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| K = 4 | w = 64 | w = 128 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| PLN(4) | 0.3 | 0.1 |"), std::string::npos) << md;  // medians at lr 0.01
+  const auto slopes = read_csv(out / "slopes.csv");
+  ASSERT_EQ(slopes.rows.size(), 1u);
+  // Medians 0.3 -> 0.1: r = log2(3); per (seed, lr): 2 (0.4 -> 0.1), 1 (0.2 -> 0.1), 0 (lr 0.001).
+  EXPECT_EQ(slopes.get(0, "K_4"), "1.58");
+  EXPECT_EQ(slopes.get(0, "K_4_min"), "0.00");
+  EXPECT_EQ(slopes.get(0, "K_4_max"), "2.00");
+  // The example fits draw the best cell at the largest width and K: c or d (0.1), the first seen.
+  EXPECT_EQ(fourier::figure_inputs(records), std::vector<std::string>{"c/fit.csv"});
+  fs::remove_all(dir);
+  fs::remove_all(out);
 }
 
 }  // namespace

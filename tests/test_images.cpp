@@ -12,6 +12,7 @@
 #include <images/models.h>
 
 #include <cmath>
+#include <fstream>
 
 namespace pln::exp {
 namespace {
@@ -95,10 +96,14 @@ TEST(ImagePlots, VggHeatMapFromRecords) {
       }
     }
   }
-  find_experiment("vgg").plot_grid(dir, records);
+  find_experiment("vgg").plot_grid(dir, records, dir);
   EXPECT_TRUE(fs::exists(dir / "heatmap.png"));
   EXPECT_TRUE(fs::exists(dir / "heatmap.svg"));
   EXPECT_TRUE(fs::exists(dir / "accuracy.md"));
+  std::ifstream in(dir / "heatmap.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| variant | lr 0.01, init x0.5 | lr 0.01, init x1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| PLN[8] | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 |"), std::string::npos) << md;
   fs::remove_all(dir);
 }
 

@@ -301,7 +301,7 @@ TEST(VitPlots, GroupSweepFromRecords) {
   row("C", "ln", "clean", 0.75, 0.1);
   row("8", "pln", "random", 0.1, 0.42);
   row("C", "ln", "random", 0.1, 0.30);
-  vit::plot_group_sweep(dir, t);
+  vit::plot_group_sweep(dir, t, dir);
   for (const char* figure : {"accuracy_vs_group", "memorisation_vs_group"}) {
     EXPECT_TRUE(fs::exists(dir / (std::string(figure) + ".png"))) << figure;
     EXPECT_TRUE(fs::exists(dir / (std::string(figure) + ".svg"))) << figure;
@@ -317,7 +317,7 @@ TEST(VitPlots, GroupSweepFromRecords) {
   EXPECT_EQ(sweep.rows[0][0], "2");
   CsvTable none = t;
   none.rows.clear();
-  EXPECT_NE(error_of([&] { vit::plot_group_sweep(dir, none); }).find("no rows to plot"), std::string::npos);
+  EXPECT_NE(error_of([&] { vit::plot_group_sweep(dir, none, dir); }).find("no rows to plot"), std::string::npos);
   fs::remove_all(dir);
 }
 

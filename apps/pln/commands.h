@@ -11,9 +11,12 @@ void add_experiment_commands(CLI::App& app);
 void add_grid_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
+void add_pack_command(CLI::App& app);
+void add_docs_command(CLI::App& app);
 
-/// Draws every figure under `dir` (a run, a grid, or a folder of them);
-/// returns the number of grids and runs drawn.
-int plot_directory(const std::string& dir);
+/// Draws every figure and writes every table under `dir` (a run, a grid, or
+/// a folder of them) into `out` ("": beside the records); returns the number
+/// of grids and runs drawn.
+int plot_directory(const std::string& dir, const std::string& out = "", bool quiet = false);
 
 }  // namespace pln::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   pln::cli::add_grid_command(app);
   pln::cli::add_plot_command(app);
   pln::cli::add_validate_command(app);
+  pln::cli::add_pack_command(app);
+  pln::cli::add_docs_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

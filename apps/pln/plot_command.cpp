@@ -28,19 +28,21 @@ std::string experiment_of(const fs::path& file) {
   }
 }
 
-bool plot_one(const fs::path& dir) {
+bool plot_one(const fs::path& given, const fs::path& out, bool quiet) {
+  // Absolute: gnuplot reads the data from the figures' directory, which need not be this one.
+  const fs::path dir = fs::absolute(given);
   if (fs::exists(dir / "grid.json")) {
     const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
     if (!e.plot_grid) return false;
-    e.plot_grid(dir, exp::read_csv(dir / "records.csv"));
-    fmt::print("plotted grid {}\n", dir.string());
+    e.plot_grid(dir, exp::read_csv(dir / "records.csv"), out);
+    if (!quiet) fmt::print("plotted grid {}{}\n", given.string(), out == given ? "" : " into " + out.string());
     return true;
   }
   if (fs::exists(dir / "summary.json")) {
     const auto& e = exp::find_experiment(experiment_of(dir / "config.json"));
     if (!e.plot_run) return false;
-    e.plot_run(dir);
-    fmt::print("plotted run {}\n", dir.string());
+    e.plot_run(dir, out);
+    if (!quiet) fmt::print("plotted run {}{}\n", given.string(), out == given ? "" : " into " + out.string());
     return true;
   }
   return false;
@@ -48,19 +50,21 @@ bool plot_one(const fs::path& dir) {
 
 }  // namespace
 
-int plot_directory(const std::string& path) {
+int plot_directory(const std::string& path, const std::string& out_path, bool quiet) {
   const fs::path dir(path);
+  const fs::path out = out_path.empty() ? dir : fs::path(out_path);
   if (!fs::is_directory(dir)) throw std::runtime_error(path + ": no such directory");
   if (fs::exists(dir / "grid.json") || fs::exists(dir / "summary.json")) {
-    if (!plot_one(dir)) throw std::runtime_error(path + ": this experiment draws no figures");
+    if (!plot_one(dir, out, quiet)) throw std::runtime_error(path + ": this experiment draws no figures");
     return 1;
   }
-  // A folder of grids and runs (e.g. the output of `pln validate`); cells of a grid are drawn by the grid.
+  // A folder of grids and runs (e.g. the output of `pln validate`, or results/);
+  // cells of a grid are drawn by the grid. Each one's figures go to the same place under `out`.
   int drawn = 0;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
     if (!it->is_directory()) continue;
     if (fs::exists(it->path() / "grid.json") || fs::exists(it->path() / "summary.json")) {
-      drawn += plot_one(it->path()) ? 1 : 0;
+      drawn += plot_one(it->path(), out / fs::relative(it->path(), dir), quiet) ? 1 : 0;
       it.disable_recursion_pending();
     }
   }
@@ -70,9 +74,11 @@ int plot_directory(const std::string& path) {
 
 void add_plot_command(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("plot", "draw figures (PNG and SVG, gnuplot) and tables from records");
   cmd->add_option("dir", *dir, "a run directory, a grid directory, or a folder holding them")->required();
-  cmd->callback([dir] { plot_directory(*dir); });
+  cmd->add_option("--out", *out, "where figures and tables go (default: beside the records)");
+  cmd->callback([dir, out] { plot_directory(*dir, *out); });
 }
 
 }  // namespace pln::cli

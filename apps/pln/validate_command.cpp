@@ -83,8 +83,10 @@ void validate(const ValidateArgs& args) {
   std::vector<fs::path> roots = {out};
   for (const auto& c : args.check) roots.emplace_back(c);
   for (const auto& root : roots) {
-    const auto problems = exp::check_results(root);
+    std::vector<std::string> notes;
+    const auto problems = exp::check_results(root, &notes);
     fmt::print("schema: {}: {}\n", root.string(), problems.empty() ? "ok" : fmt::format("{} problem(s)", problems.size()));
+    for (const auto& n : notes) fmt::print("  note: {}\n", n);
     for (const auto& p : problems) failures.push_back("schema: " + p);
   }
 

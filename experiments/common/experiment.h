@@ -54,10 +54,16 @@ struct Experiment {
   /// Checkpoints as it trains: `pln <name> --resume` continues an interrupted
   /// run, and grid cells are started with --resume.
   bool resumable = false;
-  /// Draws a grid's figures from its records into `dir`; optional.
-  std::function<void(const std::filesystem::path& dir, const CsvTable& records)> plot_grid;
-  /// Draws one run's figures into its directory; optional.
-  std::function<void(const std::filesystem::path& run_dir)> plot_run;
+  /// Draws a grid's figures and writes its tables into `out` (the grid's own
+  /// directory by default), from its records and the per-cell files under `dir`; optional.
+  std::function<void(const std::filesystem::path& dir, const CsvTable& records,
+                     const std::filesystem::path& out)>
+      plot_grid;
+  /// The per-cell files the grid's figures draw, relative to the grid's
+  /// directory: what a compact results folder keeps beside records.csv.
+  std::function<std::vector<std::string>(const CsvTable& records)> figure_inputs;
+  /// Draws one run's figures into `out` (its directory by default); optional.
+  std::function<void(const std::filesystem::path& run_dir, const std::filesystem::path& out)> plot_run;
 };
 
 /// Every experiment family, in the order the command line lists them.

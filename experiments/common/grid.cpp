@@ -143,6 +143,17 @@ std::vector<std::string> cell_command(const Experiment& experiment, const GridSp
   return argv;
 }
 
+Config grid_manifest(const Experiment& experiment, const std::string& grid) {
+  const GridSpec& spec = find_grid(experiment, grid);
+  const auto cells = expand_grid(spec);
+  Config manifest = {{"experiment", experiment.name}, {"grid", grid},
+                     {"description", spec.description}, {"run_preset", spec.preset},
+                     {"n_cells", cells.size()}, {"axes", Config::array()}, {"cells", Config::array()}};
+  for (const auto& axis : spec.axes) manifest["axes"].push_back(axis.name);
+  for (const auto& cell : cells) manifest["cells"].push_back({{"id", cell.id}, {"set", cell.sets}});
+  return manifest;
+}
+
 CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,
                          const std::filesystem::path& out) {
   CsvTable table;
@@ -197,12 +208,7 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   for (const auto& cell : cells) resolve_config(experiment, spec.preset, cell.sets);
 
   std::filesystem::create_directories(out);
-  Config manifest = {{"experiment", experiment.name}, {"grid", request.preset},
-                     {"description", spec.description}, {"run_preset", spec.preset},
-                     {"n_cells", cells.size()}, {"axes", Config::array()}, {"cells", Config::array()}};
-  for (const auto& axis : spec.axes) manifest["axes"].push_back(axis.name);
-  for (const auto& cell : cells) manifest["cells"].push_back({{"id", cell.id}, {"set", cell.sets}});
-  write_file_atomic(out / "grid.json", manifest.dump(2) + "\n");
+  write_file_atomic(out / "grid.json", grid_manifest(experiment, request.preset).dump(2) + "\n");
 
   std::vector<const GridCell*> pending;
   for (const auto& cell : cells) {

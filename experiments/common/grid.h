@@ -49,6 +49,10 @@ std::vector<std::string> cell_command(const Experiment& experiment, const GridSp
                                       const GridCell& cell, const std::filesystem::path& out,
                                       int threads);
 
+/// grid.json of a grid: the experiment, the grid and run presets, the axes and
+/// every cell's id and overrides.
+Config grid_manifest(const Experiment& experiment, const std::string& grid);
+
 /// records.csv's table from the finished cells under `out` (columns: cell,
 /// the axes, every config key, every metric; first-seen order).
 CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,

@@ -9,7 +9,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
@@ -25,6 +27,22 @@ Config resolve_config(const Experiment& experiment, const std::string& preset,
   Config config = experiment.preset(preset);
   apply_overrides(config, sets, experiment.name);
   return config;
+}
+
+std::string source_revision() {
+  static const std::string revision = [] {
+    std::string text;
+#ifdef PLN_SOURCE_DIR
+    if (FILE* git = ::popen("git -C '" PLN_SOURCE_DIR "' describe --always --dirty 2>/dev/null", "r")) {
+      char buffer[256];
+      while (std::fgets(buffer, sizeof buffer, git)) text += buffer;
+      if (::pclose(git) != 0) text.clear();
+    }
+#endif
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return text.empty() ? std::string("unknown") : text;
+  }();
+  return revision;
 }
 
 int resolve_threads(int requested) {
@@ -50,6 +68,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
                    {"preset", request.preset},
                    {"set", request.sets},
                    {"threads", threads},
+                   {"revision", source_revision()},
                    {"torch", TORCH_VERSION},
                    {"kernels", pln::detail::cpu_kernels()},
                    {"blas", blas_description()},
@@ -58,7 +77,8 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
-  fmt::print("  kernels {}, {}\n", record["kernels"].get<std::string>(), record["blas"].get<std::string>());
+  fmt::print("  revision {}, kernels {}, {}\n", record["revision"].get<std::string>(),
+             record["kernels"].get<std::string>(), record["blas"].get<std::string>());
   for (const auto& item : config.items()) {
     fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));
   }

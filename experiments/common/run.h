@@ -27,6 +27,10 @@ Config resolve_config(const Experiment& experiment, const std::string& preset,
 /// Runs one configuration and returns its summary (also in out/summary.json).
 Config run_experiment(const Experiment& experiment, const RunRequest& request);
 
+/// `git describe --always --dirty` of the checkout this program was built
+/// from, read once when first asked; "unknown" outside a checkout.
+std::string source_revision();
+
 /// Threads to use for a request of `requested` (0: every core).
 int resolve_threads(int requested);
 

@@ -2,12 +2,15 @@
 
 #include "common/csv.h"
 #include "common/experiment.h"
+#include "common/grid.h"
+#include "common/run.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace pln::exp {
@@ -31,7 +34,62 @@ bool finite_number(const std::string& text) {
   }
 }
 
-void check_grid(const fs::path& dir, std::vector<std::string>& problems) {
+// The manifest and records against the grid the code defines today.
+void compare_with_code(const Experiment& e, const Config& manifest, const CsvTable& records, const fs::path& dir,
+                       std::vector<std::string>& notes) {
+  const auto name = manifest.at("grid").get<std::string>();
+  const auto spec = e.grids.find(name);
+  if (spec == e.grids.end()) {
+    notes.push_back(fmt::format("{}: {} defines no grid '{}' any more; the records are those of grid.json",
+                                dir.string(), e.name, name));
+    return;
+  }
+  std::map<std::string, std::vector<std::string>> today;
+  for (const auto& cell : expand_grid(spec->second)) today[cell.id] = cell.sets;
+  size_t changed_cells = 0;
+  std::string first_cell;
+  for (const auto& cell : manifest.at("cells")) {
+    const auto id = cell.at("id").get<std::string>();
+    const auto it = today.find(id);
+    if (it == today.end() || it->second != cell.at("set").get<std::vector<std::string>>()) {
+      if (changed_cells++ == 0) first_cell = id;
+    }
+  }
+  if (changed_cells > 0 || today.size() != manifest.at("cells").size()) {
+    notes.push_back(fmt::format("{}: grid '{}' of {} has changed since these records: {} cells today, {} in "
+                                "grid.json, {} of them defined otherwise (first: {})", dir.string(), name, e.name,
+                                today.size(), manifest.at("cells").size(), changed_cells, first_cell));
+    return;
+  }
+  // Every resolved configuration value of every record against today's preset.
+  std::map<std::string, std::pair<std::string, std::string>> differing;  // key -> (records, code), first seen
+  size_t rows = 0;
+  for (size_t r = 0; r < records.rows.size(); ++r) {
+    const auto it = today.find(records.get(r, "cell"));
+    if (it == today.end()) continue;
+    bool row_differs = false;
+    const Config config = resolve_config(e, spec->second.preset, it->second);
+    for (const auto& item : config.items()) {
+      if (!records.find(item.key())) continue;
+      const auto recorded = records.get(r, item.key()), code = value_text(item.value());
+      if (recorded == code) continue;
+      row_differs = true;
+      differing.try_emplace(item.key(), recorded, code);
+    }
+    rows += row_differs ? 1 : 0;
+  }
+  if (rows > 0) {
+    std::string keys;
+    for (const auto& [key, values] : differing) {
+      keys += fmt::format("{}{} is {} in the records and {} in the code", keys.empty() ? "" : "; ", key,
+                          values.first, values.second);
+    }
+    notes.push_back(fmt::format("{}: the preset of grid '{}' of {} has changed since these records ({} of {} "
+                                "cells): {}", dir.string(), name, e.name, rows, records.rows.size(), keys));
+  }
+}
+
+void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::vector<std::string>& notes) {
   const auto manifest_path = dir / "grid.json";
   Config manifest;
   try {
@@ -87,6 +145,11 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems) {
       }
     }
   }
+  try {
+    compare_with_code(*experiment, manifest, records, dir, notes);
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("{}: cannot compare with the code's grid: {}", dir.string(), e.what()));
+  }
 }
 
 void check_summary(const fs::path& path, std::vector<std::string>& problems) {
@@ -125,8 +188,8 @@ void check_summary(const fs::path& path, std::vector<std::string>& problems) {
 
 }  // namespace
 
-std::vector<std::string> check_results(const fs::path& root) {
-  std::vector<std::string> problems;
+std::vector<std::string> check_results(const fs::path& root, std::vector<std::string>* notes) {
+  std::vector<std::string> problems, ignored_notes;
   if (!fs::is_directory(root)) return {root.string() + ": not a directory"};
   int found = 0;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
@@ -134,7 +197,7 @@ std::vector<std::string> check_results(const fs::path& root) {
     const auto name = entry.path().filename();
     if (name == "grid.json") {
       ++found;
-      check_grid(entry.path().parent_path(), problems);
+      check_grid(entry.path().parent_path(), problems, notes ? *notes : ignored_notes);
     } else if (name == "summary.json") {
       ++found;
       check_summary(entry.path(), problems);

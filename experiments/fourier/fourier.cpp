@@ -218,6 +218,7 @@ Experiment fourier_experiment() {
   e.run = fourier::run;
   e.metrics = {"rel_l2", "max_err", "final_loss", "seconds"};
   e.plot_grid = fourier::plot_grid;
+  e.figure_inputs = fourier::figure_inputs;
   e.plot_run = fourier::plot_run;
   return e;
 }

@@ -12,8 +12,9 @@ namespace fourier {
 /// The network of a configuration: Linear(1, w) -> layer, (depth - 1) x
 /// [Linear(w, w) -> layer], Linear(w, 1).
 torch::nn::Sequential make_network(const Config& config);
-void plot_run(const std::filesystem::path& run_dir);
-void plot_grid(const std::filesystem::path& dir, const CsvTable& records);
+void plot_run(const std::filesystem::path& run_dir, const std::filesystem::path& out);
+void plot_grid(const std::filesystem::path& dir, const CsvTable& records, const std::filesystem::path& out);
+std::vector<std::string> figure_inputs(const CsvTable& records);
 }  // namespace fourier
 
 }  // namespace pln::exp

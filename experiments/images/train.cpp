@@ -134,17 +134,18 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
           {"images_per_s", train_seconds > 0 ? double(images_seen) / train_seconds : 0.0}};
 }
 
-void plot_run(const fs::path& dir) {
+void plot_run(const fs::path& dir, const fs::path& out) {
   if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a finished image run (no epochs.csv)");
   const auto f = gnuplot_quote((dir / "epochs.csv").string());
-  render_figure(dir / "accuracy",
+  fs::create_directories(out);
+  render_figure(out / "accuracy",
                 "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
                 "set key bottom right\n" +
                     fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "
                                 "1:4 with linespoints title 'test'\n", f));
 }
 
-void plot_accuracy_table(const fs::path& dir, const CsvTable& t) {
+void plot_accuracy_table(const fs::path& dir, const CsvTable& t, const fs::path& out) {
   if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
   // Median final accuracies over seeds per (model, labels) and every other axis value but the seed.
   std::map<std::string, std::vector<std::pair<double, double>>> groups;
@@ -166,7 +167,8 @@ void plot_accuracy_table(const fs::path& dir, const CsvTable& t) {
     for (const auto& [a, b] : groups[key]) train.push_back(a), test.push_back(b);
     md += fmt::format("| {} | {} | {:.4f} | {:.4f} |\n", key, train.size(), median(train), median(test));
   }
-  write_file_atomic(dir / "accuracy.md", "Final accuracies, median over seeds.\n\n" + md);
+  fs::create_directories(out);
+  write_file_atomic(out / "accuracy.md", "Final accuracies, median over seeds.\n\n" + md);
 }
 
 }  // namespace pln::exp::images

@@ -78,8 +78,8 @@ GridAxis bias_study_models() {
 }
 
 // Heat maps of the median final training accuracy over seeds: learning rate x init scale, one panel per variant.
-void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
-  images::plot_accuracy_table(dir, t);
+void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t, const std::filesystem::path& out) {
+  images::plot_accuracy_table(dir, t, out);
   if (!t.find("lr") || !t.find("init_scale") || !t.find("variant")) return;
   std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells;
   std::vector<std::string> variants;
@@ -95,6 +95,26 @@ void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
     scales.insert(scale);
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
+  // heatmap.md: the same medians as a table, a row per variant.
+  std::string md = "Median final training accuracy over seeds, per variant, learning rate and init scale.\n\n| variant |";
+  for (double lr : lrs) {
+    for (double scale : scales) md += fmt::format(" lr {}, init x{} |", lr, scale);
+  }
+  md += "\n|---|";
+  for (size_t i = 0; i < lrs.size() * scales.size(); ++i) md += "---|";
+  md += "\n";
+  for (const auto& v : variants) {
+    md += "| " + v + " |";
+    for (double lr : lrs) {
+      for (double scale : scales) {
+        const double med = median(cells[v][{lr, scale}]);
+        md += std::isfinite(med) ? fmt::format(" {:.3f} |", med) : std::string(" - |");
+      }
+    }
+    md += "\n";
+  }
+  std::filesystem::create_directories(out);
+  write_file_atomic(out / "heatmap.md", md);
   // Cells are drawn on index coordinates, labelled with the values, so every
   // (lr, scale) pair gets its own box whatever the spacing of the values.
   const auto tics = [](const std::set<double>& values) {
@@ -103,7 +123,7 @@ void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
     for (double v : values) out += fmt::format("{}\"{}\" {}", out.empty() ? "" : ", ", v, index++);
     return "(" + out + ")";
   };
-  const auto data_dir = dir / "plot-data";
+  const auto data_dir = out / "plot-data";
   std::filesystem::create_directories(data_dir);
   std::string body = fmt::format(
       "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'learning rate'\nset ylabel 'init scale'\n"
@@ -129,7 +149,7 @@ void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t) {
                         gnuplot_quote(v), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
-  render_figure(dir / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);
+  render_figure(out / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);
 }
 
 }  // namespace

@@ -277,6 +277,7 @@ Experiment pinn_experiment() {
   e.run = pinn::run;
   e.metrics = {"rel_l2", "mse", "final_loss", "iters", "seconds", "iters_per_s"};
   e.plot_grid = pinn::plot_grid;
+  e.figure_inputs = pinn::figure_inputs;
   e.plot_run = pinn::plot_run;
   return e;
 }

@@ -49,80 +49,139 @@ std::string curve_plot(const std::vector<std::pair<std::string, fs::path>>& runs
   return body;
 }
 
-}  // namespace
-
-void plot_run(const fs::path& dir) {
-  if (!fs::exists(dir / "train.csv") || !fs::exists(dir / "solution.csv")) {
-    throw std::runtime_error(dir.string() + " is not a finished pinn run (no train.csv or solution.csv)");
-  }
-  const auto q = [&](const char* name) { return gnuplot_quote((dir / name).string()); };
-  render_figure(dir / "training",
-                header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n"
-                           "set multiplot layout 1,2\nset title 'loss'\n" +
-                    fmt::format("plot {} skip 1 using 1:2 with lines title 'loss', '' skip 1 using 1:3 "
-                                "with lines title 'PDE', '' skip 1 using 1:4 with lines title 'boundary'\n",
-                                q("train.csv")) +
-                    "set title 'relative L2 error'\n" +
-                    fmt::format("plot {} skip 1 using 1:2 with linespoints notitle\nunset multiplot\n",
-                                q("eval.csv")));
-  render_figure(dir / "solution", curve_plot({{"network", dir}}));
+/// The paper's Table 1 (1-D Helmholtz PINN, best relative L2 error over seeds,
+/// depths, loss weights and optimisers) at widths 128 and 256; it publishes
+/// no LN-Net value.
+const std::map<std::string, std::pair<double, double>>& published_table1() {
+  static const std::map<std::string, std::pair<double, double>> values = {
+      {"PLN(4)", {3.5e-5, 3.6e-5}}, {"SAT", {1.04e-4, 5.2e-5}}, {"Tanh", {2.50e-4, 1.88e-4}},
+      {"ReLU", {0.994, 0.998}}};
+  return values;
 }
 
-void plot_grid(const fs::path& dir, const CsvTable& t) {
-  if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
-  // Best (lowest) relative L2 error per (model, width), over learning rates and seeds.
+struct Best {
   std::vector<std::string> models;
   std::vector<int64_t> widths;
-  std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
-  std::map<std::string, std::pair<double, std::string>> best_model;
+  std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> by_width;  // (model, width) -> (err, cell)
+  std::map<std::string, std::pair<double, std::string>> by_model;
+};
+
+// Best (lowest) relative L2 error per (model, width) and per model, over learning rates and seeds.
+Best best_runs(const CsvTable& t, const fs::path& dir) {
+  if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
+  Best b;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const double w_value = number_value(t.get(r, "width"));
     if (!std::isfinite(w_value)) continue;
     const auto m = model_of(t, r);
     const auto w = static_cast<int64_t>(w_value);
     const double err = number_value(t.get(r, "rel_l2"));
-    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
-    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+    if (std::find(b.models.begin(), b.models.end(), m) == b.models.end()) b.models.push_back(m);
+    if (std::find(b.widths.begin(), b.widths.end(), w) == b.widths.end()) b.widths.push_back(w);
     if (std::isnan(err)) continue;
-    auto& b = best.try_emplace({m, w}, std::numeric_limits<double>::infinity(), "").first->second;
-    if (err < b.first) b = {err, t.get(r, "cell")};
-    auto& bm = best_model.try_emplace(m, std::numeric_limits<double>::infinity(), "").first->second;
+    auto& bw = b.by_width.try_emplace({m, w}, std::numeric_limits<double>::infinity(), "").first->second;
+    if (err < bw.first) bw = {err, t.get(r, "cell")};
+    auto& bm = b.by_model.try_emplace(m, std::numeric_limits<double>::infinity(), "").first->second;
     if (err < bm.first) bm = {err, t.get(r, "cell")};
   }
-  std::sort(widths.begin(), widths.end());
+  std::sort(b.widths.begin(), b.widths.end());
+  return b;
+}
+
+std::string error_text(const Best& b, const std::string& m, int64_t w) {
+  const auto it = b.by_width.find({m, w});
+  return it == b.by_width.end() ? "" : fmt::format("{:.3e}", it->second.first);
+}
+
+// comparison.md: our best errors beside the paper's Table 1, at the widths it publishes.
+void write_comparison(const Best& b, const fs::path& out) {
+  std::string md = "Best relative L2 error here (over the grid's learning rates and seeds) beside the paper's "
+                   "Table 1 (best over seeds, depths, loss weights and optimisers).\n\n"
+                   "| model | here, width 128 | here, width 256 | paper, width 128 | paper, width 256 |\n"
+                   "|---|---|---|---|---|\n";
+  for (const auto& m : b.models) {
+    const auto paper = published_table1().find(m);
+    const auto cell = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", m, cell(error_text(b, m, 128)), cell(error_text(b, m, 256)),
+                      paper == published_table1().end() ? "not published" : fmt::format("{:.3g}", paper->second.first),
+                      paper == published_table1().end() ? "not published" : fmt::format("{:.3g}", paper->second.second));
+  }
+  write_file_atomic(out / "comparison.md", md);
+}
+
+std::vector<std::pair<std::string, std::string>> curve_cells(const Best& b) {
+  std::vector<std::pair<std::string, std::string>> cells;
+  for (const auto& m : b.models) {
+    if (auto it = b.by_model.find(m); it != b.by_model.end() && !it->second.second.empty()) {
+      cells.emplace_back(m, it->second.second);
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
+void plot_run(const fs::path& dir, const fs::path& out) {
+  if (!fs::exists(dir / "train.csv") || !fs::exists(dir / "solution.csv")) {
+    throw std::runtime_error(dir.string() + " is not a finished pinn run (no train.csv or solution.csv)");
+  }
+  const auto q = [&](const char* name) { return gnuplot_quote((dir / name).string()); };
+  fs::create_directories(out);
+  render_figure(out / "training",
+                header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n"
+                           "set multiplot layout 1,2\nset title 'loss'\nset ylabel 'loss'\n" +
+                    fmt::format("plot {} skip 1 using 1:2 with lines title 'loss', '' skip 1 using 1:3 "
+                                "with lines title 'PDE', '' skip 1 using 1:4 with lines title 'boundary'\n",
+                                q("train.csv")) +
+                    "set title 'relative L2 error'\nset ylabel '||u - u*|| / ||u*||'\n" +
+                    fmt::format("plot {} skip 1 using 1:2 with linespoints notitle\nunset multiplot\n",
+                                q("eval.csv")));
+  render_figure(out / "solution", curve_plot({{"network", dir}}));
+}
+
+std::vector<std::string> figure_inputs(const CsvTable& records) {
+  std::vector<std::string> files;
+  for (const auto& [m, cell] : curve_cells(best_runs(records, "records"))) {
+    files.push_back(cell + "/solution.csv");
+    files.push_back(cell + "/eval.csv");
+  }
+  return files;
+}
+
+void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
+  const Best b = best_runs(t, dir);
+  fs::create_directories(out);
   std::string md, csv = "model";
-  for (auto w : widths) csv += fmt::format(",width_{}", w);
+  for (auto w : b.widths) csv += fmt::format(",width_{}", w);
   md = "| model |";
-  for (auto w : widths) md += fmt::format(" width {} |", w);
+  for (auto w : b.widths) md += fmt::format(" width {} |", w);
   md += "\n|---|";
-  for (size_t i = 0; i < widths.size(); ++i) md += "---|";
+  for (size_t i = 0; i < b.widths.size(); ++i) md += "---|";
   md += "\n";
   csv += "\n";
-  for (const auto& m : models) {
+  for (const auto& m : b.models) {
     md += "| " + m + " |";
     csv += m;
-    for (auto w : widths) {
-      const auto it = best.find({m, w});
-      const std::string v = it == best.end() ? "" : fmt::format("{:.3e}", it->second.first);
+    for (auto w : b.widths) {
+      const std::string v = error_text(b, m, w);
       md += " " + (v.empty() ? "-" : v) + " |";
       csv += "," + v;
     }
     md += "\n";
     csv += "\n";
   }
-  write_file_atomic(dir / "table.md",
+  write_file_atomic(out / "table.md",
                     "Best relative L2 error ||u - u*|| / ||u*|| per model and width "
                     "(over learning rates and seeds).\n\n" + md);
-  write_file_atomic(dir / "table.csv", csv);
+  write_file_atomic(out / "table.csv", csv);
+  write_comparison(b, out);
 
   std::vector<std::pair<std::string, fs::path>> runs;
-  for (const auto& m : models) {
-    if (auto it = best_model.find(m); it != best_model.end() && fs::exists(dir / it->second.second / "solution.csv")) {
-      runs.emplace_back(m, dir / it->second.second);
-    }
+  for (const auto& [m, cell] : curve_cells(b)) {
+    if (fs::exists(dir / cell / "solution.csv")) runs.emplace_back(m, dir / cell);
   }
   if (runs.empty()) return;
-  render_figure(dir / "solutions", curve_plot(runs), 1200, 500);
+  render_figure(out / "solutions", curve_plot(runs), 1200, 500);
   std::string body = header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n"
                                 "set ylabel 'relative L2 error'\nset key outside right\n"
                                 "set title 'test error of the best run per model'\nplot ";
@@ -130,7 +189,7 @@ void plot_grid(const fs::path& dir, const CsvTable& t) {
     body += fmt::format("{}{} skip 1 using 1:2 with linespoints title {}", i ? ", " : "",
                         gnuplot_quote((runs[i].second / "eval.csv").string()), gnuplot_quote(runs[i].first));
   }
-  render_figure(dir / "convergence", body + "\n");
+  render_figure(out / "convergence", body + "\n");
 }
 
 }  // namespace pln::exp::pinn

@@ -46,7 +46,7 @@ std::string group_of(const CsvTable& t, size_t row) {
 
 }  // namespace
 
-void plot_group_sweep(const fs::path& dir, const CsvTable& t) {
+void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& out) {
   if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
   // Per label set: the metric's values over seeds by group size. Clean labels
   // report the best test accuracy of the run, random labels the final training accuracy.
@@ -72,7 +72,7 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t) {
   }
   if (sweeps.empty()) throw std::runtime_error(dir.string() + ": records.csv holds no PLN(g) or LN cells to plot");
 
-  const auto data_dir = dir / "plot-data";
+  const auto data_dir = out / "plot-data";
   fs::create_directories(data_dir);
   std::string md = "Accuracy against the group size g of PLN(g) at every norm site; g = C is LN. Median over "
                    "seeds, with the range.\n";
@@ -103,15 +103,16 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t) {
                         gnuplot_quote(file.string()));
     if (std::isfinite(ln.median)) body += fmt::format(", {} with lines dt 2 lw 2 title 'LN (g = C)'", ln.median);
     body += "\n";
-    render_figure(dir / (random ? "memorisation_vs_group" : "accuracy_vs_group"), body, 800, 560);
+    render_figure(out / (random ? "memorisation_vs_group" : "accuracy_vs_group"), body, 800, 560);
   }
-  write_file_atomic(dir / "group_sweep.md", md);
+  write_file_atomic(out / "group_sweep.md", md);
 }
 
-void plot_run(const fs::path& dir) {
+void plot_run(const fs::path& dir, const fs::path& out) {
   if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a vit run (no epochs.csv)");
   const auto f = gnuplot_quote((dir / "epochs.csv").string());
-  render_figure(dir / "accuracy",
+  fs::create_directories(out);
+  render_figure(out / "accuracy",
                 "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
                 "set key bottom right\n" +
                     fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "

@@ -1,0 +1,113 @@
+#include "common/results.h"
+
+#include "common/atomic_file.h"
+#include "common/csv.h"
+#include "common/experiment.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace pln::exp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Config read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  try {
+    return Config::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The distinct values of `key` over the cells' config.json files, as JSON.
+Config distinct(const std::vector<Config>& configs, const char* key) {
+  std::set<std::string> seen;
+  Config values = Config::array();
+  for (const auto& c : configs) {
+    if (!c.contains(key)) continue;
+    if (seen.insert(c.at(key).dump()).second) values.push_back(c.at(key));
+  }
+  return values.size() == 1 ? values[0] : values;
+}
+
+}  // namespace
+
+std::string machine_description() {
+  std::string model = "unknown CPU";
+  if (std::ifstream cpuinfo("/proc/cpuinfo"); cpuinfo) {
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+        model = line.substr(line.find(':') + 2);
+        break;
+      }
+    }
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double gib = pages > 0 && page > 0 ? double(pages) * double(page) / double(1ull << 30) : 0.0;
+  return fmt::format("{}, {} cores, {:.0f} GiB", model, std::thread::hardware_concurrency(), gib);
+}
+
+uintmax_t pack_results(const PackRequest& request) {
+  const fs::path& grid = request.grid;
+  const Config manifest = read_json(grid / "grid.json");
+  const auto& experiment = find_experiment(manifest.at("experiment").get<std::string>());
+  const CsvTable records = read_csv(grid / "records.csv");
+  const size_t cells = manifest.at("n_cells").get<size_t>();
+  if (records.rows.size() != cells) {
+    throw std::runtime_error(fmt::format("{}: the grid is unfinished ({} of {} cells in records.csv); "
+                                         "run `pln grid` to finish it first", grid.string(),
+                                         records.rows.size(), cells));
+  }
+  std::vector<Config> configs;
+  for (size_t r = 0; r < records.rows.size(); ++r) configs.push_back(read_json(grid / records.get(r, "cell") / "config.json"));
+
+  fs::create_directories(request.dest);
+  write_file_atomic(request.dest / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
+  write_file_atomic(request.dest / "records.csv", read_text(grid / "records.csv"));
+  std::vector<std::string> inputs;
+  if (experiment.figure_inputs) inputs = experiment.figure_inputs(records);
+  for (const auto& file : inputs) {
+    fs::create_directories((request.dest / file).parent_path());
+    write_file_atomic(request.dest / file, read_text(grid / file));
+  }
+  Config revision = request.revision.empty() ? distinct(configs, "revision") : Config(request.revision);
+  if (revision.is_array() && revision.empty()) revision = "unknown";
+  const Config provenance = {{"experiment", experiment.name},
+                             {"grid", manifest.at("grid")},
+                             {"cells", cells},
+                             {"revision", revision},
+                             {"machine", machine_description()},
+                             {"threads", distinct(configs, "threads")},
+                             {"torch", distinct(configs, "torch")},
+                             {"kernels", distinct(configs, "kernels")},
+                             {"blas", distinct(configs, "blas")},
+                             {"figure_inputs", inputs}};
+  write_file_atomic(request.dest / "provenance.json", provenance.dump(2) + "\n");
+  uintmax_t bytes = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(request.dest)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+}  // namespace pln::exp

@@ -1,0 +1,201 @@
+// Shipped results: packing a finished grid, checking it against the code's
+// grid definition, and the documentation's generated tables.
+
+#include <gtest/gtest.h>
+
+#include "experiment_helpers.h"
+
+#include <common/config.h>
+#include <common/csv.h>
+#include <common/doc_tables.h>
+#include <common/experiment.h>
+#include <common/grid.h>
+#include <common/results.h>
+#include <common/run.h>
+#include <common/schema.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+using test::fresh_dir;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  return all;
+}
+
+// The fourier smoke grid (4 cells of a few hundred steps), run once, in this
+// process, for the tests below: what `pln grid fourier --preset smoke` leaves.
+const fs::path& smoke_grid() {
+  static const fs::path dir = [] {
+    const auto d = fresh_dir("results-grid");
+    const auto& e = find_experiment("fourier");
+    const auto& spec = find_grid(e, "smoke");
+    const auto cells = expand_grid(spec);
+    for (const auto& cell : cells) {
+      RunRequest request;
+      request.preset = spec.preset;
+      request.sets = cell.sets;
+      request.out = d / cell.id;
+      request.threads = 1;
+      run_experiment(e, request);
+    }
+    std::ofstream(d / "grid.json") << grid_manifest(e, "smoke").dump(2);
+    std::ofstream(d / "records.csv") << to_csv(collect_records(spec, cells, d));
+    return d;
+  }();
+  return dir;
+}
+
+TEST(Results, PackKeepsWhatPlotAndValidateNeed) {
+  const auto dest = fresh_dir("results-pack") / "fourier-smoke";
+  const auto bytes = pack_results({smoke_grid(), dest, ""});
+  EXPECT_GT(bytes, 0u);
+  for (const char* file : {"grid.json", "records.csv", "provenance.json"}) EXPECT_TRUE(fs::exists(dest / file)) << file;
+  const auto provenance = Config::parse(slurp(dest / "provenance.json"));
+  EXPECT_EQ(provenance.at("experiment"), "fourier");
+  EXPECT_EQ(provenance.at("cells"), 4);
+  EXPECT_EQ(provenance.at("threads"), 1);
+  EXPECT_EQ(provenance.at("revision"), source_revision());
+  EXPECT_FALSE(provenance.at("machine").get<std::string>().empty());
+  // The per-cell files the figures draw come along; checkpoints, logs and other curves do not.
+  const auto inputs = provenance.at("figure_inputs").get<std::vector<std::string>>();
+  ASSERT_EQ(inputs.size(), 2u);  // the best LN and PLN(4) fit at the largest width and K
+  for (const auto& file : inputs) EXPECT_TRUE(fs::exists(dest / file)) << file;
+  size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dest)) files += entry.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 3u + inputs.size());
+  // The compact folder validates, with no note (the code's grid is the one that ran), and plots.
+  std::vector<std::string> notes;
+  EXPECT_TRUE(check_results(dest, &notes).empty());
+  EXPECT_TRUE(notes.empty()) << joined(notes);
+  const auto out = fresh_dir("results-pack-plot");
+  find_experiment("fourier").plot_grid(dest, read_csv(dest / "records.csv"), out);
+  EXPECT_TRUE(fs::exists(out / "fits.png"));
+  EXPECT_TRUE(fs::exists(out / "slopes.md"));
+  fs::remove_all(dest.parent_path());
+  fs::remove_all(out);
+}
+
+TEST(Results, PackRefusesAnUnfinishedGridOrAMissingCurve) {
+  const auto grid = fresh_dir("results-unfinished");
+  fs::copy(smoke_grid(), grid, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  auto records = read_csv(grid / "records.csv");
+  records.rows.pop_back();
+  std::ofstream(grid / "records.csv") << to_csv(records);
+  EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); }).find("the grid is unfinished (3 of 4 cells"),
+            std::string::npos);
+  fs::copy_file(smoke_grid() / "records.csv", grid / "records.csv", fs::copy_options::overwrite_existing);
+  const auto input = find_experiment("fourier").figure_inputs(read_csv(grid / "records.csv")).front();
+  fs::remove(grid / input);
+  EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); }).find("cannot open"), std::string::npos);
+  fs::remove_all(grid);
+}
+
+TEST(Results, ValidateNotesAGridOrPresetChangedSince) {
+  const auto dir = fresh_dir("results-changed");
+  fs::copy(smoke_grid() / "grid.json", dir / "grid.json");
+  // A records.csv made when the smoke preset trained for 200 steps.
+  auto records = read_csv(smoke_grid() / "records.csv");
+  for (auto& row : records.rows) row[records.column("steps")] = "200";
+  std::ofstream(dir / "records.csv") << to_csv(records);
+  std::vector<std::string> notes;
+  EXPECT_TRUE(check_results(dir, &notes).empty());  // a note, not a failure
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the preset of grid 'smoke' of fourier has changed since these records (4 of 4 cells): "
+                          "steps is 200 in the records and 300 in the code"), std::string::npos) << notes[0];
+  // A manifest whose cells the code no longer defines.
+  auto manifest = Config::parse(slurp(dir / "grid.json"));
+  manifest["cells"][0]["set"][0] = "layer=relu";
+  std::ofstream(dir / "grid.json") << manifest.dump();
+  notes.clear();
+  EXPECT_TRUE(check_results(dir, &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("grid 'smoke' of fourier has changed since these records: 4 cells today, 4 in grid.json, "
+                          "1 of them defined otherwise"), std::string::npos) << notes[0];
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------ doc tables
+
+struct DocFixture {
+  fs::path root;
+  // Stands for `pln plot`: writes table.md with the row count of results/<name>/rows.txt.
+  static void plot(const fs::path& dir, const fs::path& out) {
+    fs::create_directories(out);
+    std::ofstream(out / "table.md") << "| rows |\n|---|\n| " << slurp(dir / "rows.txt") << " |\n";
+  }
+};
+
+TEST(DocTables, MatchingTablesPassAndAnEditedOneFailsNamingTheLine) {
+  const auto root = fresh_dir("doc-tables");
+  fs::create_directories(root / "results" / "demo");
+  fs::create_directories(root / "docs");
+  std::ofstream(root / "results" / "demo" / "rows.txt") << "3";
+  const std::string doc = "# Doc\n\nText.\n\n<!-- table results/demo table.md -->\n| rows |\n|---|\n| 3 |\n"
+                          "<!-- end table -->\n\nMore text.\n";
+  std::ofstream(root / "docs" / "a.md") << doc;
+  const auto docs = documentation_files(root);
+  ASSERT_EQ(docs.size(), 1u);
+  const auto tables = find_doc_tables(docs);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].line, 5u);
+  EXPECT_EQ(tables[0].results, "results/demo");
+  EXPECT_EQ(tables[0].file, "table.md");
+  const auto scratch = fresh_dir("doc-tables-scratch");
+  EXPECT_TRUE(sync_doc_tables(root, docs, scratch, false, DocFixture::plot).problems.empty());
+
+  // Edited by hand: 3 -> 4 on line 8.
+  std::string edited = doc;
+  edited.replace(edited.find("| 3 |"), 5, "| 4 |");
+  std::ofstream(root / "docs" / "a.md") << edited;
+  const auto problems = sync_doc_tables(root, docs, scratch, false, DocFixture::plot).problems;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("a.md:5: the table from results/demo/table.md disagrees with its records "
+                             "(line 8: the doc has '| 4 |', the records give '| 3 |')"), std::string::npos)
+      << problems[0];
+  // --update rewrites the block and leaves the rest of the file as it was.
+  const auto updated = sync_doc_tables(root, docs, scratch, true, DocFixture::plot);
+  EXPECT_TRUE(updated.problems.empty());
+  ASSERT_EQ(updated.updated.size(), 1u);
+  EXPECT_EQ(slurp(root / "docs" / "a.md"), doc);
+  fs::remove_all(root);
+  fs::remove_all(scratch);
+}
+
+TEST(DocTables, MissingFoldersFilesAndBadMarkersAreNamed) {
+  const auto root = fresh_dir("doc-tables-bad");
+  fs::create_directories(root / "results" / "demo");
+  std::ofstream(root / "results" / "demo" / "rows.txt") << "1";
+  std::ofstream(root / "README.md") << "<!-- table results/gone table.md -->\nx\n<!-- end table -->\n"
+                                       "<!-- table results/demo other.md -->\nx\n<!-- end table -->\n";
+  const auto scratch = fresh_dir("doc-tables-bad-scratch");
+  const auto problems =
+      sync_doc_tables(root, documentation_files(root), scratch, false, DocFixture::plot).problems;
+  ASSERT_EQ(problems.size(), 2u);
+  const auto all = joined(problems);
+  EXPECT_NE(all.find("README.md:1: results/gone: no such results folder"), std::string::npos) << all;
+  EXPECT_NE(all.find("README.md:4: `pln plot results/demo` writes no other.md"), std::string::npos) << all;
+  std::ofstream(root / "README.md") << "<!-- table results/demo table.md -->\nx\n";
+  EXPECT_NE(error_of([&] { find_doc_tables({root / "README.md"}); }).find("README.md:1: the table is never closed"),
+            std::string::npos);
+  fs::remove_all(root);
+  fs::remove_all(scratch);
+}
+
+}  // namespace
+}  // namespace pln::exp
