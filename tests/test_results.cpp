@@ -5,7 +5,9 @@
 
 #include "experiment_helpers.h"
 
+#include <common/cell_state.h>
 #include <common/config.h>
+#include <common/process.h>
 #include <common/csv.h>
 #include <common/doc_tables.h>
 #include <common/experiment.h>
@@ -13,6 +15,9 @@
 #include <common/results.h>
 #include <common/run.h>
 #include <common/schema.h>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -127,6 +132,102 @@ TEST(Results, ValidateNotesAGridOrPresetChangedSince) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("grid 'smoke' of fourier has changed since these records: 4 cells today, 4 in grid.json, "
                           "1 of them defined otherwise"), std::string::npos) << notes[0];
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------ grid status
+
+size_t count_of(const GridStatus& s, CellState state) { return s.count(state); }
+
+TEST(GridStatus, FreshHalfDoneFailedAndFinishedGrids) {
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("grid-status");
+  // Fresh: nothing on disk yet, every cell pending.
+  auto status = grid_status(e, "smoke", dir / "grid");
+  EXPECT_EQ(status.cells.size(), 4u);
+  EXPECT_EQ(count_of(status, CellState::kPending), 4u);
+  EXPECT_NE(status.to_text().find("4 cells: 0 done, 0 running, 0 failed, 4 pending"), std::string::npos);
+  // Finished.
+  fs::copy(smoke_grid(), dir / "grid", fs::copy_options::recursive);
+  status = grid_status(e, "smoke", dir / "grid");
+  EXPECT_EQ(count_of(status, CellState::kDone), 4u);
+  const auto cell = [&](size_t i) { return dir / "grid" / status.cells[i].first; };
+  // Half done: one cell failed (its log's last line says why), one running
+  // here, one interrupted (its process gone), one finished.
+  fs::remove(cell(0) / "summary.json");
+  std::ofstream(cell(0) / "run.log") << "training...\npln: fourier: something broke\n";
+  fs::remove(cell(1) / "summary.json");
+  const pid_t live = spawn({"/bin/sh", "-c", "sleep 60", status.cells[1].first}, dir / "sleep.log");
+  {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    std::ofstream(cell(1) / "running.json") << Config{{"host", host}, {"pid", live}, {"started", "now"}}.dump();
+    fs::remove(cell(2) / "summary.json");
+    std::ofstream(cell(2) / "running.json") << Config{{"host", host}, {"pid", 999999999}, {"started", "then"}}.dump();
+  }
+  status = grid_status(e, "smoke", dir / "grid");
+  ::kill(live, SIGKILL);
+  wait_child(live);
+  EXPECT_EQ(count_of(status, CellState::kFailed), 1u);
+  EXPECT_EQ(count_of(status, CellState::kRunning), 1u);
+  EXPECT_EQ(count_of(status, CellState::kPending), 1u);
+  EXPECT_EQ(count_of(status, CellState::kDone), 1u);
+  EXPECT_EQ(status.cells[0].second.detail, "pln: fourier: something broke");
+  EXPECT_NE(status.cells[1].second.detail.find("pid " + std::to_string(live)), std::string::npos);
+  EXPECT_NE(status.cells[2].second.detail.find("interrupted"), std::string::npos);
+  const auto json = status.to_json();
+  EXPECT_EQ(json.at("failed"), 1);
+  EXPECT_EQ(json.at("by_cell")[0].at("state"), "failed");
+  // A marker of another host is taken at its word.
+  std::ofstream(cell(2) / "running.json") << Config{{"host", "elsewhere"}, {"pid", 1}, {"started", "then"}}.dump();
+  EXPECT_EQ(cell_status(cell(2), false).state, CellState::kRunning);
+  fs::remove_all(dir);
+}
+
+TEST(Slurm, OptionsAreCheckedBeforeSubmission) {
+  const auto check = [](SlurmOptions o) { return error_of([&] { validate(o); }); };
+  SlurmOptions ok;
+  for (const char* t : {"30", "30:00", "2:00:00", "1-12", "1-12:30", "1-12:30:00", "UNLIMITED"}) {
+    ok.time = t;
+    EXPECT_EQ(check(ok), "(no error)") << t;
+  }
+  for (const char* t : {"0", "1:60", "1-24", "2h", "-1"}) {
+    SlurmOptions bad;
+    bad.time = t;
+    EXPECT_NE(check(bad).find("is not a time sbatch takes"), std::string::npos) << t;
+  }
+  SlurmOptions mem;
+  mem.mem = "4GB";
+  EXPECT_NE(check(mem).find("--mem '4GB' is not a memory size"), std::string::npos);
+  SlurmOptions extra;
+  extra.extra = {"qos=long"};
+  EXPECT_NE(check(extra).find("must be one sbatch option starting with --"), std::string::npos);
+  SlurmOptions throttle;
+  throttle.throttle = -1;
+  EXPECT_NE(check(throttle).find("--throttle must be >= 0"), std::string::npos);
+}
+
+TEST(Slurm, ArrayScriptCarriesTheOptionsAndLogsBesideEachCell) {
+  const auto dir = fresh_dir("slurm-array");
+  SlurmOptions o;
+  o.partition = "gpu";
+  o.account = "lab";
+  o.time = "4:00:00";
+  o.mem = "16G";
+  o.throttle = 8;
+  o.gpus_per_cell = 1;
+  o.extra = {"--qos=long"};
+  const auto script = write_slurm_array({"pln-x", dir, {(dir / "a").string(), (dir / "b").string()},
+                                         {"echo a", "echo b"}, 4, "pln grid x"}, o);
+  const auto text = slurp(script);
+  for (const char* line : {"#SBATCH --array=1-2%8\n", "#SBATCH --cpus-per-task=4\n", "#SBATCH --partition=gpu\n",
+                           "#SBATCH --account=lab\n", "#SBATCH --time=4:00:00\n", "#SBATCH --mem=16G\n",
+                           "#SBATCH --gres=gpu:1\n", "#SBATCH --qos=long\n", "#SBATCH --requeue\n",
+                           ">> \"$cell/run.log\" 2>&1"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_EQ(slurp(dir / "cells.txt"), (dir / "a").string() + "\n" + (dir / "b").string() + "\n");
+  EXPECT_EQ(slurp(dir / "commands.txt"), "echo a\necho b\n");
   fs::remove_all(dir);
 }
 

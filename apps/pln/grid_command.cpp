@@ -1,4 +1,4 @@
-// `pln grid <experiment> --preset P --out DIR [--jobs N] [--emit commands|slurm]`.
+// `pln grid <experiment> --preset P --out DIR [--jobs N] [--emit commands|slurm [cluster options]] [--status [--json]]`.
 
 #include "commands.h"
 
@@ -16,6 +16,7 @@ void add_grid_command(CLI::App& app) {
   struct Args {
     std::string experiment;
     exp::GridRequest request;
+    bool status = false, json = false;
   };
   auto args = std::make_shared<Args>();
   std::string help = "run a preset's grid of cells in worker processes, resuming where it stopped; grids:";
@@ -32,8 +33,38 @@ void add_grid_command(CLI::App& app) {
   cmd->add_option("--emit", args->request.emit,
                   "print the pending cells' commands (commands) or write a Slurm job array (slurm) instead of running")
       ->check(CLI::IsMember({"commands", "slurm"}));
+  auto& slurm = args->request.slurm;
+  const std::string cluster = "Slurm (--emit slurm)";
+  cmd->add_option("--partition", slurm.partition, "partition the cells run in")->group(cluster);
+  cmd->add_option("--account", slurm.account, "account charged")->group(cluster);
+  cmd->add_option("--time", slurm.time, "time limit per cell (M, H:M:S, D-H:M, ...)")->group(cluster);
+  cmd->add_option("--mem", slurm.mem, "memory per cell (e.g. 4G)")->group(cluster);
+  cmd->add_option("--throttle", slurm.throttle, "at most this many cells at once (the array's %N)")->group(cluster);
+  cmd->add_option("--gpus-per-cell", slurm.gpus_per_cell, "GPUs each cell requests")->group(cluster);
+  cmd->add_option("--sbatch", slurm.extra, "a further #SBATCH line, e.g. --sbatch=--qos=long (repeatable)")
+      ->group(cluster);
+  cmd->add_flag("--status", args->status,
+                "print how many cells are done, running, failed (with the last line of their log) or pending, "
+                "from the directory alone; runs nothing");
+  cmd->add_flag("--json", args->json, "with --status: as JSON");
   cmd->callback([args] {
-    const int failed = exp::run_grid(exp::find_experiment(args->experiment), args->request);
+    const auto& experiment = exp::find_experiment(args->experiment);
+    if (args->json && !args->status) throw std::invalid_argument("--json goes with --status");
+    if (args->status) {
+      const auto status = exp::grid_status(experiment, args->request.preset, args->request.out);
+      fmt::print("{}", args->json ? status.to_json().dump(2) + "\n" : status.to_text());
+      return;
+    }
+    const bool cluster_options = !args->request.slurm.partition.empty() || !args->request.slurm.account.empty() ||
+                                 !args->request.slurm.time.empty() || !args->request.slurm.mem.empty() ||
+                                 args->request.slurm.throttle != 0 || args->request.slurm.gpus_per_cell != 0 ||
+                                 !args->request.slurm.extra.empty();
+    if (cluster_options && args->request.emit != "slurm") {
+      throw std::invalid_argument("--partition, --account, --time, --mem, --throttle, --gpus-per-cell and --sbatch "
+                                  "go with --emit slurm");
+    }
+    exp::validate(args->request.slurm);
+    const int failed = exp::run_grid(experiment, args->request);
     if (failed > 0) {
       throw std::runtime_error(fmt::format("{} cell(s) failed; their run.log files say why; rerun to retry them", failed));
     }

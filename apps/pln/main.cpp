@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
 
+#include <cstdio>
 #include <exception>
 
 int main(int argc, char** argv) {
@@ -22,9 +23,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const c10::Error& e) {
+    std::fflush(stdout);  // the error is the last line of a log holding both streams
     fmt::print(stderr, "pln: {}\n", e.what_without_backtrace());
     return 1;
   } catch (const std::exception& e) {
+    std::fflush(stdout);
     fmt::print(stderr, "pln: {}\n", e.what());
     return 1;
   }

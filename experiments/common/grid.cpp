@@ -211,13 +211,20 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   write_file_atomic(out / "grid.json", grid_manifest(experiment, request.preset).dump(2) + "\n");
 
   std::vector<const GridCell*> pending;
+  size_t elsewhere = 0;
   for (const auto& cell : cells) {
     if (cell_done(spec, cell, out)) continue;
+    // A cell another process is running (a second grid, a Slurm task) is left to it.
+    if (cell_status(out / cell.id, false).state == CellState::kRunning) {
+      ++elsewhere;
+      continue;
+    }
     if (std::filesystem::exists(out / cell.id / "summary.json")) {
       fmt::print("{}: finished with other settings than the grid's now; it runs again\n", cell.id);
     }
     pending.push_back(&cell);
   }
+  if (elsewhere > 0) fmt::print("{} cell(s) running in another process are left to it\n", elsewhere);
   const auto write_records = [&] {
     const auto table = collect_records(spec, cells, out);
     write_file_atomic(out / "records.csv", to_csv(table));
@@ -231,28 +238,15 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
     return 0;
   }
   if (request.emit == "slurm") {
-    std::string commands;
+    SlurmArray array{fmt::format("pln-{}-{}", experiment.name, request.preset), out, {}, {}, threads,
+                     fmt::format("pln grid {} --preset {} --out {}", experiment.name, request.preset, out.string())};
     for (const auto* cell : pending) {
-      commands += shell_command(cell_command(experiment, spec, *cell, out, threads)) + "\n";
+      array.cell_dirs.push_back((out / cell->id).string());
+      array.commands.push_back(shell_command(cell_command(experiment, spec, *cell, out, threads)));
     }
-    const auto list = std::filesystem::absolute(out / "commands.txt");
-    write_file_atomic(list, commands);
-    const std::string script = fmt::format(
-        "#!/bin/bash\n"
-        "# {} grid '{}': {} pending cell(s). Submit with `sbatch {}`; afterwards rerun\n"
-        "# `pln grid {} --preset {} --out {}` to collect records.csv.\n"
-        "#SBATCH --job-name=pln-{}-{}\n#SBATCH --array=1-{}\n#SBATCH --cpus-per-task={}\n"
-        "#SBATCH --output={}/slurm-%A_%a.log\n"
-        "set -euo pipefail\n"
-        "eval \"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\"\n",
-        experiment.name, request.preset, pending.size(),
-        (out / "grid.slurm").string(), experiment.name,
-        request.preset, out.string(), experiment.name,
-        request.preset, std::max<size_t>(pending.size(), 1), threads,
-        out.string(), shell_command({list.string()}));
-    write_file_atomic(out / "grid.slurm", script);
-    fmt::print("wrote {} and {} ({} pending cells)\n", (out / "grid.slurm").string(),
-               list.string(), pending.size());
+    const auto script = write_slurm_array(array, request.slurm);
+    fmt::print("wrote {} and {} ({} pending cells)\n", script.string(), (out / "commands.txt").string(),
+               pending.size());
     return 0;
   }
 
@@ -300,6 +294,46 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   fmt::print("records: {} ({} of {} cells)\n", (out / "records.csv").string(), records,
              cells.size());
   return failed;
+}
+
+size_t GridStatus::count(CellState state) const {
+  return static_cast<size_t>(std::count_if(cells.begin(), cells.end(),
+                                           [&](const auto& c) { return c.second.state == state; }));
+}
+
+Config GridStatus::to_json() const {
+  Config j = {{"experiment", experiment}, {"grid", grid}, {"out", out.string()}, {"cells", cells.size()}};
+  for (const auto state : {CellState::kDone, CellState::kRunning, CellState::kFailed, CellState::kPending}) {
+    j[to_string(state)] = count(state);
+  }
+  Config list = Config::array();
+  for (const auto& [id, status] : cells) {
+    list.push_back({{"cell", id}, {"state", to_string(status.state)}, {"detail", status.detail}});
+  }
+  j["by_cell"] = list;
+  return j;
+}
+
+std::string GridStatus::to_text() const {
+  std::string text = fmt::format("{} grid '{}' in {}: {} cells: {} done, {} running, {} failed, {} pending\n",
+                                 experiment, grid, out.string(), cells.size(), count(CellState::kDone),
+                                 count(CellState::kRunning), count(CellState::kFailed), count(CellState::kPending));
+  for (const auto state : {CellState::kFailed, CellState::kRunning, CellState::kPending}) {
+    for (const auto& [id, status] : cells) {
+      if (status.state != state || (state == CellState::kPending && status.detail.empty())) continue;
+      text += fmt::format("  {} {}: {}\n", to_string(state), id, status.detail);
+    }
+  }
+  return text;
+}
+
+GridStatus grid_status(const Experiment& experiment, const std::string& grid, const std::filesystem::path& out) {
+  const GridSpec& spec = find_grid(experiment, grid);
+  GridStatus status{experiment.name, grid, std::filesystem::absolute(out).lexically_normal(), {}};
+  for (const auto& cell : expand_grid(spec)) {
+    status.cells.emplace_back(cell.id, cell_status(status.out / cell.id, cell_done(spec, cell, status.out)));
+  }
+  return status;
 }
 
 }  // namespace pln::exp

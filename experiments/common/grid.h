@@ -5,8 +5,10 @@
 // records.csv is rebuilt from the summaries on disk after every cell, so it
 // never loses or repeats a record.
 
+#include "common/cell_state.h"
 #include "common/csv.h"
 #include "common/experiment.h"
+#include "common/slurm.h"
 
 #include <filesystem>
 #include <map>
@@ -34,10 +36,24 @@ struct GridRequest {
   int jobs = 1;                    ///< worker processes
   int threads = 0;                 ///< per worker; 0: cores / jobs
   std::string emit;                ///< "", "commands" or "slurm"
+  SlurmOptions slurm;              ///< for emit = "slurm"
 };
 
 /// Runs (or emits) the pending cells; returns the number of cells that failed.
 int run_grid(const Experiment& experiment, const GridRequest& request);
+
+/// Where a grid stands, read from its directory alone (nothing runs, no
+/// scheduler is asked): every cell of the preset's grid done, running,
+/// failed (with its log's last line) or pending.
+struct GridStatus {
+  std::string experiment, grid;
+  std::filesystem::path out;
+  std::vector<std::pair<std::string, CellStatus>> cells;  ///< in the grid's order
+  size_t count(CellState state) const;
+  Config to_json() const;
+  std::string to_text() const;
+};
+GridStatus grid_status(const Experiment& experiment, const std::string& grid, const std::filesystem::path& out);
 
 /// The axis names recorded in DIR/grid.json (empty when there is none).
 std::vector<std::string> grid_axes(const std::filesystem::path& dir);

@@ -1,6 +1,7 @@
 #include "common/run.h"
 
 #include "common/atomic_file.h"
+#include "common/cell_state.h"
 #include "common/threads.h"
 
 #include <fmt/format.h>
@@ -64,6 +65,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   std::filesystem::create_directories(request.out);
   // A rerun into a finished directory must not look finished while it runs.
   std::filesystem::remove(request.out / "summary.json");
+  const RunningMarker running(request.out);
   Config record = {{"experiment", experiment.name},
                    {"preset", request.preset},
                    {"set", request.sets},
