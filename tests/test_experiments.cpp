@@ -32,12 +32,7 @@ namespace fs = std::filesystem;
 using test::error_of;
 using test::fresh_dir;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::slurp;
 
 // ------------------------------------------------------------ configuration
 

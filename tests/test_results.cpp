@@ -30,12 +30,7 @@ namespace fs = std::filesystem;
 using test::error_of;
 using test::fresh_dir;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::slurp;
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string all;

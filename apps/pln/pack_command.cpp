@@ -21,8 +21,8 @@ void add_pack_command(CLI::App& app) {
                   "source revision that ran the grid (default: the one its cells' config.json record)");
   cmd->callback([request] {
     const auto bytes = exp::pack_results(*request);
-    fmt::print("packed {} into {} ({:.2f} MiB)\n", request->grid.string(), request->dest.string(),
-               double(bytes) / (1 << 20));
+    fmt::print("packed {} into {} ({:.0f} KiB)\n", request->grid.string(), request->dest.string(),
+               double(bytes) / 1024);
   });
 }
 

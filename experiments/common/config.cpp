@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -125,6 +126,16 @@ void require_one_of(const Config& config, const std::string& key,
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
     throw std::invalid_argument(fmt::format("{}: {} must be one of {}, got '{}'", experiment, key,
                                             fmt::join(allowed, "|"), value));
+  }
+}
+
+Config read_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  try {
+    return Config::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
   }
 }
 

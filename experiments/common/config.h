@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,10 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
 
 /// Splits "key=value"; throws std::invalid_argument on a missing '=' or empty key.
 std::pair<std::string, std::string> split_assignment(const std::string& assignment);
+
+/// A JSON file's content; throws std::runtime_error naming the file when it
+/// cannot be read or is not JSON.
+Config read_json_file(const std::filesystem::path& path);
 
 /// The value as text, as `--set` would accept it back (numbers round-trip exactly).
 std::string value_text(const nlohmann::ordered_json& value);

@@ -28,16 +28,6 @@ std::string slug(const std::string& text) {
   return out.empty() ? "_" : out;
 }
 
-Config read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  try {
-    return Config::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 std::string cell_text(const nlohmann::ordered_json& value) {
   if (value.is_null()) return "";  // NaN metrics are stored as null
   return value_text(value);
@@ -52,7 +42,7 @@ void add_column(CsvTable& table, std::set<std::string>& seen, const std::string&
 // definition changed since) is not, and runs again.
 bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
   try {
-    const auto config = read_json(out / cell.id / "config.json");
+    const auto config = read_json_file(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
            config.at("set").get<std::vector<std::string>>() == cell.sets;
   } catch (const std::exception&) {
@@ -73,7 +63,7 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
   if (!std::filesystem::exists(file)) return false;
   if (!ran_with_cell_settings(spec, cell, out)) return true;
   try {
-    return read_json(file).at("config") != resolve_config(experiment, spec.preset, cell.sets);
+    return read_json_file(file).at("config") != resolve_config(experiment, spec.preset, cell.sets);
   } catch (const std::exception&) {
     return true;
   }
@@ -83,7 +73,7 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
 
 std::vector<std::string> grid_axes(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(dir / "grid.json")) return {};
-  return read_json(dir / "grid.json").at("axes").get<std::vector<std::string>>();
+  return read_json_file(dir / "grid.json").at("axes").get<std::vector<std::string>>();
 }
 
 GridAxis number_axis(const std::string& key, const std::vector<double>& values) {
@@ -168,7 +158,7 @@ CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cell
   for (const auto& cell : cells) {
     const auto dir = out / cell.id;
     if (!cell_done(spec, cell, out)) continue;
-    Done d{&cell, read_json(dir / "config.json").at("config"), read_json(dir / "summary.json")};
+    Done d{&cell, read_json_file(dir / "config.json").at("config"), read_json_file(dir / "summary.json")};
     d.summary.erase("experiment");
     for (const auto& item : d.config.items()) add_column(table, seen, item.key());
     for (const auto& item : d.summary.items()) add_column(table, seen, item.key());

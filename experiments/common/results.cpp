@@ -21,16 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Config read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  try {
-    return Config::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path.string());
@@ -69,7 +59,7 @@ std::string machine_description() {
 
 uintmax_t pack_results(const PackRequest& request) {
   const fs::path& grid = request.grid;
-  const Config manifest = read_json(grid / "grid.json");
+  const Config manifest = read_json_file(grid / "grid.json");
   const auto& experiment = find_experiment(manifest.at("experiment").get<std::string>());
   const CsvTable records = read_csv(grid / "records.csv");
   const size_t cells = manifest.at("n_cells").get<size_t>();
@@ -79,7 +69,7 @@ uintmax_t pack_results(const PackRequest& request) {
                                          records.rows.size(), cells));
   }
   std::vector<Config> configs;
-  for (size_t r = 0; r < records.rows.size(); ++r) configs.push_back(read_json(grid / records.get(r, "cell") / "config.json"));
+  for (size_t r = 0; r < records.rows.size(); ++r) configs.push_back(read_json_file(grid / records.get(r, "cell") / "config.json"));
 
   fs::create_directories(request.dest);
   write_file_atomic(request.dest / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
