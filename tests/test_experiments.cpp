@@ -7,10 +7,12 @@
 
 #include <common/config.h>
 #include <common/csv.h>
+#include <common/device.h>
 #include <common/experiment.h>
 #include <common/grid.h>
 #include <common/run.h>
 #include <common/schedule.h>
+#include <common/results.h>
 #include <common/schema.h>
 #include <common/snapshot.h>
 #include <common/threads.h>
@@ -314,6 +316,62 @@ TEST(Ntk, StatisticsOfAKnownSpectrum) {
 
 // ------------------------------------------------------------- runs on disk
 
+// ------------------------------------------------------------------ devices
+
+// The error asking for GPU `text` gives on this machine: no CUDA in this
+// LibTorch, no GPU visible, or (with GPUs) an index past them.
+std::string expected_cuda_error(const std::string& text) {
+  if (!torch_has_cuda()) return fmt::format("device '{}': this LibTorch ({}) was built without CUDA", text, TORCH_VERSION);
+  if (torch::cuda::device_count() == 0) return fmt::format("device '{}': no CUDA GPU is visible", text);
+  return fmt::format("device '{}': only {} CUDA GPU(s) visible", text, torch::cuda::device_count());
+}
+
+TEST(Device, ParsesAndNamesWhatIsWrong) {
+  EXPECT_EQ(parse_device("cpu"), torch::Device(torch::kCPU));
+  for (const char* bad : {"gpu", "CUDA", "cuda:", "cuda:-1", "cuda:01", "cuda:0:1", "cpu:0", ""}) {
+    EXPECT_EQ(error_of([&] { parse_device(bad); }), fmt::format("device '{}': expected cpu, cuda or cuda:N", bad))
+        << bad;
+  }
+  const std::string beyond = "cuda:" + std::to_string(torch::cuda::device_count());
+  EXPECT_NE(error_of([&] { parse_device(beyond); }).find(expected_cuda_error(beyond)), std::string::npos);
+  if (torch::cuda::device_count() == 0) {
+    EXPECT_NE(error_of([&] { parse_device("cuda"); }).find(expected_cuda_error("cuda")), std::string::npos);
+  } else {
+    EXPECT_EQ(parse_device("cuda"), torch::Device(torch::kCUDA, 0));
+    EXPECT_NE(device_record(parse_device("cuda")).at("device_name").get<std::string>(), machine_description());
+  }
+}
+
+TEST(Device, AmpIsBf16OnCudaOnly) {
+  const Config c = {{"amp", "bf16"}};
+  EXPECT_EQ(error_of([&] { config_amp_bf16(c, torch::kCPU, "cnn"); }), "cnn: amp=bf16 is autocast on CUDA; device is cpu");
+  EXPECT_NE(error_of([&] { config_amp_bf16(Config{{"amp", "fp8"}}, torch::kCPU, "vit"); }).find("amp must be one of none|bf16, got 'fp8'"),
+            std::string::npos);
+  EXPECT_FALSE(config_amp_bf16(Config{{"amp", "none"}}, torch::kCPU, "vit"));
+  if (torch::cuda::device_count() > 0) EXPECT_TRUE(config_amp_bf16(c, torch::Device(torch::kCUDA, 0), "cnn"));
+}
+
+// Every family takes a device key; a device this machine lacks fails before
+// the run starts, naming it, and nothing is recorded.
+TEST(Device, EveryExperimentTakesTheKeyAndRefusesAMissingGpu) {
+  const std::string missing = "cuda:" + std::to_string(torch::cuda::device_count());
+  for (const auto& e : experiments()) {
+    EXPECT_EQ(e.preset("smoke").at("device").get<std::string>(), "cpu") << e.name;
+    const auto dir = fresh_dir("device-" + e.name);
+    RunRequest request;
+    request.preset = "smoke";
+    request.out = dir;
+    request.sets = {"device=" + missing};
+    EXPECT_NE(error_of([&] { run_experiment(e, request); }).find(expected_cuda_error(missing)), std::string::npos)
+        << e.name;
+    EXPECT_FALSE(fs::exists(dir / "config.json")) << e.name;
+    fs::remove_all(dir);
+  }
+  for (const char* name : {"cnn", "vgg", "vit"}) {
+    EXPECT_EQ(find_experiment(name).preset("smoke").at("amp").get<std::string>(), "none") << name;
+  }
+}
+
 TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
   const auto& e = find_experiment("pinn");
   const auto dir = fresh_dir("pinn-run");
@@ -333,6 +391,8 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
     const auto record = Config::parse(slurp(request.out / "config.json"));
     EXPECT_EQ(record.at("kernels").get<std::string>(), detail::cpu_kernels());
     EXPECT_EQ(record.at("blas").get<std::string>(), blas_description());
+    EXPECT_EQ(record.at("device").get<std::string>(), "cpu");
+    EXPECT_EQ(record.at("device_name").get<std::string>(), machine_description());
     EXPECT_FALSE(blas_description().empty());
     const auto ntk = read_csv(request.out / "ntk.csv");
     EXPECT_EQ(ntk.rows.size(), 3u * 4u);  // init, steps 5 and 10, final x three point sets

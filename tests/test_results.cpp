@@ -12,6 +12,7 @@
 #include <common/doc_tables.h>
 #include <common/experiment.h>
 #include <common/grid.h>
+#include <torch/torch.h>
 #include <common/results.h>
 #include <common/run.h>
 #include <common/schema.h>
@@ -19,6 +20,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -223,6 +226,52 @@ TEST(Slurm, ArrayScriptCarriesTheOptionsAndLogsBesideEachCell) {
   }
   EXPECT_EQ(slurp(dir / "cells.txt"), (dir / "a").string() + "\n" + (dir / "b").string() + "\n");
   EXPECT_EQ(slurp(dir / "commands.txt"), "echo a\necho b\n");
+  fs::remove_all(dir);
+}
+
+// CUDA cells: one GPU per Slurm task, the device passed to each cell; the
+// device is not a cell setting, so cells done on the CPU stay done; a local
+// grid refuses a GPU this machine lacks before running anything.
+TEST(Slurm, CudaCellsRequestAGpuAndCellsDoneElsewhereStayDone) {
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("slurm-cuda");
+  fs::copy(smoke_grid(), dir / "grid", fs::copy_options::recursive);
+  const auto status = grid_status(e, "smoke", dir / "grid");
+  fs::remove(dir / "grid" / status.cells[3].first / "summary.json");
+  GridRequest request;
+  request.preset = "smoke";
+  request.out = dir / "grid";
+  request.emit = "slurm";
+  request.device = "cuda";
+  EXPECT_EQ(run_grid(e, request), 0);
+  EXPECT_NE(slurp(dir / "grid" / "grid.slurm").find("#SBATCH --gres=gpu:1\n"), std::string::npos);
+  const auto commands = slurp(dir / "grid" / "commands.txt");
+  EXPECT_EQ(std::count(commands.begin(), commands.end(), '\n'), 1) << commands;  // the one cell not done
+  EXPECT_NE(commands.find("--set device=cuda"), std::string::npos) << commands;
+  EXPECT_NE(commands.find(status.cells[3].first), std::string::npos) << commands;
+  request.device = "cpu";
+  fs::remove(dir / "grid" / "grid.slurm");
+  EXPECT_EQ(run_grid(e, request), 0);
+  EXPECT_EQ(slurp(dir / "grid" / "grid.slurm").find("--gres"), std::string::npos);
+  request.device = "gpu";
+  EXPECT_NE(error_of([&] { run_grid(e, request); }).find("device 'gpu': expected cpu, cuda or cuda:N"), std::string::npos);
+  request.emit = "";
+  request.device = "cuda:" + std::to_string(torch::cuda::device_count());
+  EXPECT_NE(error_of([&] { run_grid(e, request); }).find("device '" + request.device + "': "), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "grid" / status.cells[3].first / "summary.json"));
+  fs::remove_all(dir);
+}
+
+TEST(Process, SpawnSetsTheChildsEnvironmentOnly) {
+  const auto dir = fresh_dir("spawn-env");
+  ::setenv("PLN_SPAWN_KEPT", "kept", 1);
+  const pid_t pid = spawn({"/bin/sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES $PLN_SPAWN_KEPT\""}, dir / "log",
+                          {{"CUDA_VISIBLE_DEVICES", "3"}});
+  EXPECT_EQ(wait_child(pid).second, 0);
+  EXPECT_EQ(slurp(dir / "log"), "3 kept\n");
+  const char* parent = std::getenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_TRUE(parent == nullptr || std::string(parent) != "3");
+  ::unsetenv("PLN_SPAWN_KEPT");
   fs::remove_all(dir);
 }
 

@@ -310,7 +310,7 @@ TEST(VitPlots, GroupSweepFromRecords) {
   const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(md.find("| 2 | 3 | 0.6000 | 0.5000 | 0.7000 |"), std::string::npos) << md;  // median and range of g = 2
   EXPECT_NE(md.find("| C (LN) | 1 | 0.7500 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("## random labels: final training accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("### random labels: final training accuracy"), std::string::npos) << md;
   EXPECT_NE(md.find("| 8 | 1 | 0.4200 |"), std::string::npos) << md;
   const auto sweep = read_csv(dir / "plot-data" / "group_sweep_clean.csv");
   ASSERT_EQ(sweep.rows.size(), 2u);  // g = 2 and g = 8; LN is the reference line

@@ -4,6 +4,7 @@
 
 #include <demo/demo.h>
 #include <common/atomic_file.h>
+#include <common/device.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -30,9 +31,9 @@ void run(const DemoArgs& args) {
   torch::set_num_threads(threads);
   fmt::print("pln demo: fit cos(3 pi x) on [-1, 1] with one hidden layer, no activation in the LN/PLN nets\n");
   fmt::print("config: steps={} widths={} group={} train_points={} test_points={} lr={} (Adam, cosine) "
-             "seed={} threads={}\n\n",
+             "seed={} threads={} device={}\n\n",
              c.steps, fmt::join(c.widths, ","), c.group, c.train_points, c.test_points, c.lr, c.seed,
-             threads);
+             threads, c.device);
   fmt::print("{:<12} {:>6} {:>10} {:>10} {:>12} {:>8}\n", "model", "width", "max err", "rel L2",
              "train MSE", "seconds");
   nlohmann::json rows = nlohmann::json::array();
@@ -56,6 +57,7 @@ void run(const DemoArgs& args) {
                            {{"steps", c.steps}, {"widths", c.widths}, {"group", c.group},
                             {"train_points", c.train_points}, {"test_points", c.test_points},
                             {"lr", c.lr}, {"seed", c.seed}, {"threads", threads}}},
+                          {"device", exp::device_record(exp::parse_device(c.device))},
                           {"results", rows}};
     const auto path = std::filesystem::path(args.out) / "summary.json";
     exp::write_file_atomic(path, doc.dump(2) + "\n");
@@ -74,6 +76,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--lr", args->config.lr, "peak learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--train-points", args->config.train_points, "training points")->capture_default_str();
   cmd->add_option("--seed", args->config.seed, "random seed")->capture_default_str();
+  cmd->add_option("--device", args->config.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", args->threads, "threads (default: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--out", args->out, "directory for summary.json (optional)");
   cmd->callback([args] { run(*args); });

@@ -30,6 +30,9 @@ void add_grid_command(CLI::App& app) {
   cmd->add_option("--jobs", args->request.jobs, "worker processes")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->request.threads, "threads per worker (default: cores / jobs)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", args->request.device,
+                  "every cell's device: cpu, cuda (local --jobs spread over the visible GPUs; one GPU per "
+                  "Slurm task) or cuda:N; cells done on another device stay done");
   cmd->add_option("--emit", args->request.emit,
                   "print the pending cells' commands (commands) or write a Slurm job array (slurm) instead of running")
       ->check(CLI::IsMember({"commands", "slurm"}));

@@ -8,6 +8,8 @@
 #include "common/config.h"
 #include "common/csv.h"
 
+#include <c10/core/Device.h>
+
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -20,6 +22,7 @@ struct RunContext {
   std::filesystem::path out;  ///< the run's directory, already created
   int threads = 1;
   bool resume = false;        ///< continue from the run's checkpoint (resumable experiments only)
+  c10::Device device = c10::kCPU;  ///< the `device` key, checked
 };
 
 /// One value of a grid axis: a label for records and figures, and the keys it sets.

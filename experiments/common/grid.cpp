@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include "common/atomic_file.h"
+#include "common/device.h"
 #include "common/process.h"
 #include "common/run.h"
 
@@ -10,6 +11,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -19,6 +23,41 @@
 namespace pln::exp {
 
 namespace {
+
+// The visible GPUs a local grid spreads its `device=cuda` cells over: each
+// cell is given the least busy one as its only visible GPU (so `cuda` is it).
+class GpuSlots {
+ public:
+  explicit GpuSlots(bool wanted) {
+    if (!wanted) return;
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    std::vector<std::string> listed;
+    if (const char* mask = std::getenv("CUDA_VISIBLE_DEVICES")) {
+      std::stringstream ss(mask);
+      for (std::string id; std::getline(ss, id, ',');) listed.push_back(id);
+    }
+    for (int64_t i = 0; i < count; ++i) ids_.push_back(i < int64_t(listed.size()) ? listed[i] : std::to_string(i));
+    busy_.assign(ids_.size(), 0);
+  }
+  size_t count() const { return ids_.size(); }
+  int take() {
+    if (busy_.empty()) return -1;
+    const int gpu = static_cast<int>(std::min_element(busy_.begin(), busy_.end()) - busy_.begin());
+    ++busy_[gpu];
+    return gpu;
+  }
+  void give_back(int gpu) {
+    if (gpu >= 0) --busy_[gpu];
+  }
+  std::vector<std::pair<std::string, std::string>> environment(int gpu) const {
+    if (gpu < 0) return {};
+    return {{"CUDA_VISIBLE_DEVICES", ids_[gpu]}};
+  }
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<int> busy_;
+};
 
 std::string slug(const std::string& text) {
   std::string out;
@@ -40,11 +79,19 @@ void add_column(CsvTable& table, std::set<std::string>& seen, const std::string&
 // A cell is done when its summary exists and its config.json records this
 // cell's preset and overrides; a cell run with other settings (the grid's
 // definition changed since) is not, and runs again.
+// The device a cell ran on is not one of its settings: a grid begun on one
+// device finishes on another.
+std::vector<std::string> without_device(std::vector<std::string> sets) {
+  sets.erase(std::remove_if(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("device=", 0) == 0; }),
+             sets.end());
+  return sets;
+}
+
 bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
   try {
     const auto config = read_json_file(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
-           config.at("set").get<std::vector<std::string>>() == cell.sets;
+           without_device(config.at("set").get<std::vector<std::string>>()) == without_device(cell.sets);
   } catch (const std::exception&) {
     return false;
   }
@@ -63,7 +110,10 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
   if (!std::filesystem::exists(file)) return false;
   if (!ran_with_cell_settings(spec, cell, out)) return true;
   try {
-    return read_json_file(file).at("config") != resolve_config(experiment, spec.preset, cell.sets);
+    auto ran = read_json_file(file).at("config");
+    auto now = resolve_config(experiment, spec.preset, cell.sets);
+    ran.erase("device"), now.erase("device");
+    return ran != now;
   } catch (const std::exception&) {
     return true;
   }
@@ -191,11 +241,22 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   }
   const int cores = resolve_threads(0);
   const int threads = request.threads > 0 ? request.threads : std::max(1, cores / request.jobs);
-  const auto cells = expand_grid(spec);
+  auto cells = expand_grid(spec);
+  if (!request.device.empty()) {
+    for (auto& cell : cells) cell.sets.push_back("device=" + request.device);
+  }
   // Absolute, so emitted commands work from any directory.
   const auto out = std::filesystem::absolute(request.out).lexically_normal();
-  // Every cell's configuration must resolve before anything runs.
-  for (const auto& cell : cells) resolve_config(experiment, spec.preset, cell.sets);
+  // Every cell's configuration must resolve before anything runs, its device
+  // included (present here only when the cells run here).
+  std::map<std::string, std::string> device_of;
+  bool on_cuda = false;
+  for (const auto& cell : cells) {
+    const Config config = resolve_config(experiment, spec.preset, cell.sets);
+    const std::string device = config.contains("device") ? get_string(config, "device") : "cpu";
+    on_cuda = parse_device(device, request.emit.empty()).is_cuda() || on_cuda;
+    device_of[cell.id] = device;
+  }
 
   std::filesystem::create_directories(out);
   write_file_atomic(out / "grid.json", grid_manifest(experiment, request.preset).dump(2) + "\n");
@@ -234,7 +295,9 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
       array.cell_dirs.push_back((out / cell->id).string());
       array.commands.push_back(shell_command(cell_command(experiment, spec, *cell, out, threads)));
     }
-    const auto script = write_slurm_array(array, request.slurm);
+    SlurmOptions slurm = request.slurm;
+    if (on_cuda && slurm.gpus_per_cell == 0) slurm.gpus_per_cell = 1;  // a CUDA cell needs its GPU
+    const auto script = write_slurm_array(array, slurm);
     fmt::print("wrote {} and {} ({} pending cells)\n", script.string(), (out / "commands.txt").string(),
                pending.size());
     return 0;
@@ -243,9 +306,12 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   fmt::print("pln grid {} --preset {}: {} cells, {} done, {} to run; {} job(s) x {} thread(s); out {}\n",
              experiment.name, request.preset, cells.size(), cells.size() - pending.size(),
              pending.size(), request.jobs, threads, out.string());
+  GpuSlots gpus(on_cuda);
+  if (on_cuda) fmt::print("cells on device 'cuda' spread over {} visible GPU(s)\n", gpus.count());
   std::fflush(stdout);
   write_records();
   std::map<pid_t, const GridCell*> running;
+  std::map<pid_t, int> gpu_of;
   size_t next = 0, finished = 0;
   int failed = 0;
   // Workers must not outlive a grid that stops on an error.
@@ -261,11 +327,16 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
       const auto* cell = pending[next++];
       auto argv = cell_command(experiment, spec, *cell, out, threads);
       argv[0] = "/proc/self/exe";  // this very binary, even if rebuilt while the grid runs
-      running[spawn(argv, out / cell->id / "run.log")] = cell;
+      const bool spread = device_of[cell->id] == "cuda";
+      const int gpu = spread ? gpus.take() : -1;
+      const pid_t pid = spawn(argv, out / cell->id / "run.log", gpus.environment(gpu));
+      running[pid] = cell;
+      if (spread) gpu_of[pid] = gpu;
     }
     const auto [pid, code] = wait_child(-1);
     const auto it = running.find(pid);
     if (it == running.end()) continue;
+    if (const auto slot = gpu_of.find(pid); slot != gpu_of.end()) gpus.give_back(slot->second), gpu_of.erase(slot);
     const auto* cell = it->second;
     running.erase(it);
     ++finished;

@@ -36,6 +36,7 @@ struct GridRequest {
   int jobs = 1;                    ///< worker processes
   int threads = 0;                 ///< per worker; 0: cores / jobs
   std::string emit;                ///< "", "commands" or "slurm"
+  std::string device;              ///< every cell's device ("": the preset's); not a cell setting
   SlurmOptions slurm;              ///< for emit = "slurm"
 };
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -12,7 +13,8 @@
 
 namespace pln::exp {
 
-pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
+            const std::vector<std::pair<std::string, std::string>>& environment) {
   if (argv.empty()) throw std::invalid_argument("spawn: empty command");
   std::filesystem::create_directories(log.has_parent_path() ? log.parent_path() : ".");
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -22,6 +24,19 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's environment, built before fork (setenv is not safe after it).
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const auto name = entry.substr(0, entry.find('='));
+    const bool replaced = std::any_of(environment.begin(), environment.end(),
+                                      [&](const auto& kv) { return kv.first == name; });
+    if (!replaced) env_text.push_back(entry);
+  }
+  for (const auto& [name, value] : environment) env_text.push_back(name + "=" + value);
+  std::vector<char*> env;
+  for (auto& entry : env_text) env.push_back(entry.data());
+  env.push_back(nullptr);
   // A pipe closed on exec tells the parent whether exec succeeded.
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -39,7 +54,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   if (pid == 0) {
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
-    ::execvp(args[0], args.data());
+    ::execvpe(args[0], args.data(), env.data());
     const int err = errno;
     (void)!::write(status_pipe[1], &err, sizeof err);
     ::_exit(127);

@@ -6,13 +6,16 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pln::exp {
 
 /// Starts argv[0] (searched on PATH) with stdout and stderr appended to `log`
-/// (truncated first); throws std::runtime_error when the program cannot start.
-pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log);
+/// (truncated first), and `environment` set on top of this process's; throws
+/// std::runtime_error when the program cannot start.
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
+            const std::vector<std::pair<std::string, std::string>>& environment = {});
 
 /// Waits for `pid` (or any child when pid = -1); returns {pid, exit code},
 /// with 128 + signal for a child killed by a signal.

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cell_state.h"
+#include "common/device.h"
 #include "common/threads.h"
 
 #include <fmt/format.h>
@@ -59,6 +60,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   if (request.resume && !experiment.resumable) {
     throw std::invalid_argument(fmt::format("{} keeps no checkpoint; --resume is not available", experiment.name));
   }
+  const torch::Device device = config_device(config);
   set_threads(threads);
   keep_freed_memory();
 
@@ -73,20 +75,22 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
                    {"revision", source_revision()},
                    {"torch", TORCH_VERSION},
                    {"kernels", pln::detail::cpu_kernels()},
-                   {"blas", blas_description()},
-                   {"config", config}};
+                   {"blas", blas_description()}};
+  if (config.contains("device")) record.update(device_record(device));
+  record["config"] = config;
   write_file_atomic(request.out / "config.json", record.dump(2) + "\n");
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
   fmt::print("  revision {}, kernels {}, {}\n", record["revision"].get<std::string>(),
              record["kernels"].get<std::string>(), record["blas"].get<std::string>());
+  if (device.is_cuda()) fmt::print("  device {} ({})\n", device.str(), record["device_name"].get<std::string>());
   for (const auto& item : config.items()) {
     fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));
   }
   std::fflush(stdout);
 
-  Config summary = experiment.run(config, RunContext{request.out, threads, request.resume});
+  Config summary = experiment.run(config, RunContext{request.out, threads, request.resume, device});
   for (const auto& key : experiment.metrics) {
     if (!summary.contains(key)) {
       throw std::logic_error(fmt::format("{}: the run did not report metric '{}'", experiment.name, key));

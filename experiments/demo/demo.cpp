@@ -1,5 +1,7 @@
 #include "demo/demo.h"
 
+#include "common/device.h"
+
 #include <pln/pln.h>
 #include <torch/torch.h>
 
@@ -27,10 +29,11 @@ torch::nn::Sequential make_net(const std::string& kind, int64_t width, int64_t g
 torch::Tensor target(const torch::Tensor& x) { return torch::cos(3 * M_PI * x); }
 
 DemoResult train(const std::string& kind, const std::string& label, int64_t width,
-                 const DemoConfig& c) {
+                 const DemoConfig& c, const torch::Device& device) {
   torch::manual_seed(c.seed);
   auto net = make_net(kind, width, c.group);
-  const auto x = torch::linspace(-1, 1, c.train_points).unsqueeze(1);
+  net->to(device);
+  const auto x = torch::linspace(-1, 1, c.train_points).unsqueeze(1).to(device);
   const auto y = target(x);
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(c.lr));
   const auto start = std::chrono::steady_clock::now();
@@ -59,7 +62,7 @@ DemoResult train(const std::string& kind, const std::string& label, int64_t widt
   r.final_loss = loss_value;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   torch::NoGradGuard guard;
-  const auto xt = torch::linspace(-1, 1, c.test_points).unsqueeze(1);
+  const auto xt = torch::linspace(-1, 1, c.test_points).unsqueeze(1).to(device);
   const auto yt = target(xt);
   const auto err = net->forward(xt) - yt;
   r.max_error = err.abs().max().item<double>();
@@ -85,20 +88,22 @@ void validate(const DemoConfig& c) {
   if (!(c.lr > 0) || !std::isfinite(c.lr)) {
     throw std::invalid_argument("demo: lr must be a positive finite number, got " + std::to_string(c.lr));
   }
+  (void)parse_device(c.device);
 }
 
 std::vector<DemoResult> run_demo(const DemoConfig& c,
                                  const std::function<void(const DemoResult&)>& on_done) {
   validate(c);
+  const torch::Device device = parse_device(c.device);
   std::vector<DemoResult> results;
   auto add = [&](DemoResult r) {
     if (on_done) on_done(r);
     results.push_back(std::move(r));
   };
   const std::string pln_label = "PLN(" + std::to_string(c.group) + ")-Net";
-  for (int64_t w : c.widths) add(train("ln", "LN-Net", w, c));
-  for (int64_t w : c.widths) add(train("pln", pln_label, w, c));
-  add(train("tanh", "Tanh-Net", c.widths.front(), c));
+  for (int64_t w : c.widths) add(train("ln", "LN-Net", w, c, device));
+  for (int64_t w : c.widths) add(train("pln", pln_label, w, c, device));
+  add(train("tanh", "Tanh-Net", c.widths.front(), c, device));
   return results;
 }
 

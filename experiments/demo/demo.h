@@ -19,6 +19,7 @@ struct DemoConfig {
   int64_t test_points = 1001;  ///< evenly spaced on [-1, 1]
   double lr = 3e-3;            ///< Adam, cosine-decayed to lr / 100
   uint64_t seed = 0;
+  std::string device = "cpu";  ///< cpu, cuda or cuda:N
 };
 
 struct DemoResult {

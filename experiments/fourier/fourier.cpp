@@ -30,7 +30,7 @@ Config defaults() {
   return {{"layer", "pln"}, {"group", 4}, {"affine", true}, {"width", 256}, {"depth", 1},
           {"K", 8}, {"n_train", 0}, {"target_seed", 0}, {"lr", 3e-3}, {"schedule", "cosine"},
           {"warmup", 100}, {"lr_floor", 0.01}, {"steps", 3000}, {"seed", 0},
-          {"dtype", "float32"}, {"log_every", 1}};
+          {"dtype", "float32"}, {"log_every", 1}, {"device", "cpu"}};
 }
 
 Config preset(const std::string& name) {
@@ -92,8 +92,8 @@ torch::nn::AnyModule layer_module(const Setup& s, bool affine) {
 void write_fit(torch::nn::Sequential& net, const FourierTarget& target, const torch::Tensor& x,
                const std::filesystem::path& path) {
   torch::NoGradGuard no_grad;
-  const auto pred = net->forward(x).reshape(-1).to(torch::kFloat64).contiguous();
-  const auto xs = x.reshape(-1).to(torch::kFloat64).contiguous();
+  const auto pred = net->forward(x).reshape(-1).to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto xs = x.reshape(-1).to(torch::kCPU, torch::kFloat64).contiguous();
   const auto f = target(xs).contiguous();
   CsvTable table;
   table.header = {"x", "prediction", "target"};
@@ -108,13 +108,14 @@ Config run(const Config& c, const RunContext& ctx) {
   const Setup s = setup_from(c);
   const auto start = Clock::now();
   const auto target = make_target(s.K, static_cast<uint64_t>(get_int(c, "target_seed")));
-  const auto x = training_points(s.n_train, s.dtype);
-  const auto y = target(x).unsqueeze(1);
-  const auto x_test = test_points(s.n_train, s.dtype);
-  const auto y_test = target(x_test);
+  // The target is evaluated on the host (the same on every device), then moved.
+  const auto x_host = training_points(s.n_train, s.dtype), x_test_host = test_points(s.n_train, s.dtype);
+  const auto x = x_host.to(ctx.device), y = target(x_host).unsqueeze(1).to(ctx.device);
+  const auto x_test = x_test_host.to(ctx.device), y_test = target(x_test_host).to(ctx.device);
 
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   auto net = make_network(c);
+  net->to(ctx.device);
   int64_t n_params = 0;
   for (const auto& p : net->parameters()) n_params += p.numel();
   fmt::print("target: {} modes, unit RMS; {} training points, {} test points\nnetwork ({} parameters):\n{}\n",

@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "common/csv.h"
 #include "common/datasets.h"
+#include "common/device.h"
 #include "images/data.h"
 #include "common/gnuplot.h"
 #include "common/grid.h"
@@ -25,17 +26,20 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Accuracy (and mean loss) of the network over a data set, in eval mode, batched.
+// The data stay in host memory; each batch is copied to the network's device.
 std::pair<double, double> evaluate(torch::nn::Sequential& net, const torch::Tensor& x, const torch::Tensor& y,
-                                   int64_t batch) {
+                                   int64_t batch, const torch::Device& device, bool amp) {
   torch::NoGradGuard no_grad;
+  const AutocastBF16 autocast(amp);
   net->eval();
   int64_t correct = 0;
   double loss = 0;
   for (int64_t i = 0; i < x.size(0); i += batch) {
     const int64_t n = std::min(batch, x.size(0) - i);
-    const auto logits = net->forward(x.narrow(0, i, n));
-    loss += torch::cross_entropy_loss(logits, y.narrow(0, i, n), {}, at::Reduction::Sum).item<double>();
-    correct += logits.argmax(1).eq(y.narrow(0, i, n)).sum().item<int64_t>();
+    const auto labels = y.narrow(0, i, n).to(device);
+    const auto logits = net->forward(x.narrow(0, i, n).to(device)).to(torch::kFloat);
+    loss += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
+    correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
   }
   net->train();
   return {double(correct) / double(std::max<int64_t>(1, x.size(0))), loss / double(std::max<int64_t>(1, x.size(0)))};
@@ -48,7 +52,8 @@ Config image_defaults() {
   c.update(Config{{"augment", false}, {"norm", "pln"}, {"group", 8}, {"act", "none"}, {"axis", "channel"}, {"width", 16}, {"depth", 1},
           {"epochs", 10}, {"batch_size", 128}, {"optimizer", "sgd"}, {"lr", 0.05}, {"momentum", 0.9},
           {"weight_decay", 0.0}, {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.0},
-          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0}});
+          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0},
+          {"device", "cpu"}, {"amp", "none"}});
   return c;
 }
 
@@ -58,6 +63,8 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
   const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size");
   if (epochs < 1) throw std::invalid_argument(fmt::format("{}: epochs must be >= 1, got {}", experiment, epochs));
   if (batch < 1) throw std::invalid_argument(fmt::format("{}: batch_size must be >= 1, got {}", experiment, batch));
+  const torch::Device device = ctx.device;
+  const bool amp = config_amp_bf16(c, device, experiment);
   const auto start = Clock::now();
 
   const auto data = prepare_images(c, min_size, experiment);
@@ -65,6 +72,7 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
 
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   auto net = build(c, x_train.size(1), x_train.size(2), data.classes);
+  net->to(device);
   int64_t n_params = 0;
   for (const auto& p : net->parameters()) n_params += p.numel();
   fmt::print("data: {} ({} train, {} test images of {}x{}x{}, {} labels)\nnetwork ({} parameters):\n{}\n",
@@ -99,11 +107,16 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
       const auto idx = order.narrow(0, i, std::min(batch, n - i));
       auto xb = x_train.index_select(0, idx);
       if (augment_batches) xb = augment(xb, 4, generator);
-      const auto yb = y_train.index_select(0, idx);
+      xb = xb.to(device);
+      const auto yb = y_train.index_select(0, idx).to(device);
       set_learning_rate(*optimizer, schedule.at(step));
       optimizer->zero_grad();
-      const auto logits = net->forward(xb);
-      const auto loss = torch::nn::functional::cross_entropy(logits, yb);
+      torch::Tensor logits, loss;
+      {
+        const AutocastBF16 autocast(amp);
+        logits = net->forward(xb);
+        loss = torch::nn::functional::cross_entropy(logits, yb);
+      }
       const double value = loss.item<double>();
       if (!guard.check(value, step, *net)) break;
       loss.backward();
@@ -119,14 +132,14 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
     if (seen == 0) break;
     final_loss = loss_sum / double(seen);
     epochs_done = epoch + 1;
-    const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512);
+    const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512, device, amp);
     (void)test_loss;
     log.add({double(epoch + 1), final_loss, double(correct) / double(seen), test_acc,
              schedule.at(std::max<int64_t>(0, step - 1)), train_seconds});
   }
   progress.finish();
-  const auto [train_acc, train_eval_loss] = evaluate(net, x_train, y_train, 512);
-  const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512);
+  const auto [train_acc, train_eval_loss] = evaluate(net, x_train, y_train, 512, device, amp);
+  const auto [test_acc, test_loss] = evaluate(net, x_test, y_test, 512, device, amp);
   return {{"train_acc", train_acc}, {"test_acc", test_acc}, {"final_loss", std::isfinite(final_loss) ? final_loss : train_eval_loss},
           {"train_eval_loss", train_eval_loss}, {"test_loss", test_loss}, {"epochs_done", epochs_done},
           {"diverged_at", guard.diverged_at()}, {"n_params", n_params},

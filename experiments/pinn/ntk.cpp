@@ -32,7 +32,7 @@ torch::Tensor output_jacobian(torch::nn::Module& model,
 
 NtkStats kernel_stats(const torch::Tensor& kernel) {
   NtkStats s;
-  const auto k = kernel.to(torch::kFloat64);
+  const auto k = kernel.to(torch::kCPU, torch::kFloat64);  // eigenvalues on the host, in double
   s.n_points = k.size(0);
   const auto eig = at::linalg_eigvalsh(k, "L").flip(0).contiguous();  // descending
   s.eigenvalues.assign(eig.data_ptr<double>(), eig.data_ptr<double>() + eig.numel());

@@ -32,7 +32,7 @@ Config defaults() {
       {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
       {"gamma", 0.5}, {"iters", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
       {"bc_weight", 1.0}, {"n_test", 1001}, {"seed", 0}, {"dtype", "float64"},
-      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1}};
+      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1}, {"device", "cpu"}};
 }
 
 Config preset(const std::string& name) {
@@ -130,17 +130,17 @@ class NtkLog {
 };
 
 void write_solution(PinnNet& net, const Problem& problem, int64_t n, torch::Dtype dtype,
-                    const std::filesystem::path& path) {
+                    const torch::Device& device, const std::filesystem::path& path) {
   torch::NoGradGuard no_grad;
   auto x = torch::linspace(-1, 1, n, torch::TensorOptions(torch::kFloat64)).unsqueeze(1);
   // In 2-D the curve is the line y = 1/8, where sin(4 pi y) = 1.
   if (problem.dim == 2) x = torch::cat({x, torch::full_like(x, 0.125)}, 1);
-  x = x.to(dtype);
-  const auto u = net->forward(x).squeeze(1).to(torch::kFloat64);
-  const auto exact = problem.exact(x).to(torch::kFloat64);
+  x = x.to(device, dtype);
+  const auto u = net->forward(x).squeeze(1).to(torch::kCPU, torch::kFloat64);
+  const auto exact = problem.exact(x).to(torch::kCPU, torch::kFloat64);
   CsvTable table;
   table.header = {"x", "u", "exact"};
-  const auto xs = x.select(1, 0).to(torch::kFloat64).contiguous();
+  const auto xs = x.select(1, 0).to(torch::kCPU, torch::kFloat64).contiguous();
   for (int64_t i = 0; i < n; ++i) {
     table.rows.push_back({number_text(xs[i].item<double>()), number_text(u[i].item<double>()),
                           number_text(exact[i].item<double>())});
@@ -153,12 +153,14 @@ Config run(const Config& c, const RunContext& ctx) {
   const auto start = Clock::now();
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   PinnNet net(s.net, s.dtype);
+  net->to(ctx.device);
   fmt::print("network ({} parameters):\n{}\n", net->parameter_count(), c10::str(*net));
 
-  const auto x_int = s.problem.interior(get_int(c, "n_interior"), s.dtype);
-  const auto x_bd = s.problem.boundary(s.n_boundary, s.dtype);
+  // Points are drawn on the host (the same on every device), then moved.
+  const auto x_int = s.problem.interior(get_int(c, "n_interior"), s.dtype).to(ctx.device);
+  const auto x_bd = s.problem.boundary(s.n_boundary, s.dtype).to(ctx.device);
   const auto u_bd = s.problem.exact(x_bd);
-  const auto test = s.problem.test_grid(get_int(c, "n_test"), s.dtype);
+  const auto test = s.problem.test_grid(get_int(c, "n_test"), s.dtype).to(ctx.device);
   const double bc_weight = get_double(c, "bc_weight");
   const int64_t iters = get_int(c, "iters"), eval_every = get_int(c, "eval_every"),
                 ntk_every = get_int(c, "ntk_every"), log_every = get_int(c, "log_every");
@@ -176,9 +178,9 @@ Config run(const Config& c, const RunContext& ctx) {
   StepLog eval_log(ctx.out / "eval.csv", {"step", "rel_l2", "mse"}, 1);
   NtkLog ntk(ctx.out, get_bool(c, "ntk_eigenvalues"));
   const std::vector<std::pair<std::string, torch::Tensor>> ntk_sets = {
-      {"interior", s.problem.ntk_interior(s.dtype)},
+      {"interior", s.problem.ntk_interior(s.dtype).to(ctx.device)},
       {"boundary", x_bd},
-      {"all", torch::cat({s.problem.ntk_interior(s.dtype), x_bd})}};
+      {"all", torch::cat({s.problem.ntk_interior(s.dtype).to(ctx.device), x_bd})}};
   if (ntk_every > 0) ntk.record(net, "init", 0, ntk_sets);
   const auto initial = evaluate(net, s.problem, test);
   eval_log.add({0, initial.rel_l2, initial.mse});
@@ -225,7 +227,7 @@ Config run(const Config& c, const RunContext& ctx) {
     summary["ntk_cond"] = stats.cond;
     summary["ntk_eff_rank_90"] = stats.eff_rank_90;
   }
-  write_solution(net, s.problem, get_int(c, "n_test"), s.dtype, ctx.out / "solution.csv");
+  write_solution(net, s.problem, get_int(c, "n_test"), s.dtype, ctx.device, ctx.out / "solution.csv");
   summary["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
   summary["iters_per_s"] = train_seconds > 0 ? double(done) / train_seconds : 0.0;
   return summary;

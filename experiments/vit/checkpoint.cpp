@@ -14,9 +14,12 @@ namespace pln::exp::vit {
 namespace {
 
 // Every key whose value differs between two configurations, as "key: a -> b".
+// The keys whose change makes a checkpoint another run's; the device is not
+// one of them (a checkpoint resumes on any device).
 std::vector<std::string> differences(const Config& saved, const Config& now) {
   std::vector<std::string> out;
   for (const auto& item : now.items()) {
+    if (item.key() == "device") continue;
     const auto it = saved.find(item.key());
     if (it == saved.end()) {
       out.push_back(fmt::format("{}: (absent) -> {}", item.key(), value_text(item.value())));
@@ -25,7 +28,7 @@ std::vector<std::string> differences(const Config& saved, const Config& now) {
     }
   }
   for (const auto& item : saved.items()) {
-    if (!now.contains(item.key())) out.push_back(fmt::format("{}: {} -> (absent)", item.key(), value_text(item.value())));
+    if (!now.contains(item.key()) && item.key() != "device") out.push_back(fmt::format("{}: {} -> (absent)", item.key(), value_text(item.value())));
   }
   return out;
 }
@@ -59,12 +62,12 @@ void save_checkpoint(const std::filesystem::path& file, const Config& config, to
 }
 
 void load_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, TrainingState& state) {
+                     torch::optim::Optimizer& optimizer, TrainingState& state, const torch::Device& device) {
   torch::serialize::InputArchive archive, model, optim;
   c10::IValue saved_config;
   torch::Tensor counters, seconds, records;
   try {
-    archive.load_from(file.string());
+    archive.load_from(file.string(), device);
     archive.read("config", saved_config);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("checkpoint {} is unreadable or corrupt: {}", file.string(),
@@ -96,6 +99,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   if (counters.numel() != 4 || seconds.numel() != 3 || records.dim() != 2) {
     throw std::runtime_error(fmt::format("checkpoint {} is corrupt: unexpected counter shapes", file.string()));
   }
+  counters = counters.cpu(), seconds = seconds.cpu(), records = records.cpu();
   state.epochs_done = counters[0].item<int64_t>();
   state.step = counters[1].item<int64_t>();
   state.images_seen = counters[2].item<int64_t>();

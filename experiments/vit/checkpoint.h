@@ -29,8 +29,9 @@ void save_checkpoint(const std::filesystem::path& file, const Config& config, to
 
 /// Loads `file` into the network, the optimiser and `state`. Throws
 /// std::runtime_error naming the file when it is unreadable or corrupt, or
-/// when it was written with another configuration (naming the keys that differ).
+/// when it was written with another configuration (naming the keys that differ;
+/// the device may differ: tensors load onto `device`, the network's).
 void load_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, TrainingState& state);
+                     torch::optim::Optimizer& optimizer, TrainingState& state, const torch::Device& device);
 
 }  // namespace pln::exp::vit

@@ -79,7 +79,7 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& ou
   for (const auto& [labels, sweep] : sweeps) {
     const bool random = labels == "random";
     const std::string metric = random ? "final training accuracy (fixed random labels)" : "best test top-1 accuracy";
-    md += fmt::format("\n## {} labels: {}\n\n| g | cells | median | min | max | final test top-5 (median) |\n"
+    md += fmt::format("\n### {} labels: {}\n\n| g | cells | median | min | max | final test top-5 (median) |\n"
                       "|---|---|---|---|---|---|\n", labels, metric);
     std::string csv = "g,median,min,max\n";
     for (const auto& [g, values] : sweep.by_group) {

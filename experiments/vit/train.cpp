@@ -2,6 +2,7 @@
 
 #include "common/csv.h"
 #include "common/datasets.h"
+#include "common/device.h"
 #include "common/progress.h"
 #include "common/schedule.h"
 #include "common/snapshot.h"
@@ -28,15 +29,18 @@ struct Accuracy {
   double top1 = 0, top5 = 0, loss = 0;
 };
 
-Accuracy evaluate(VisionTransformer& net, const torch::Tensor& x, const torch::Tensor& y, int64_t batch) {
+// The data stay in host memory; each batch is copied to the network's device.
+Accuracy evaluate(VisionTransformer& net, const torch::Tensor& x, const torch::Tensor& y, int64_t batch,
+                  const torch::Device& device, bool amp) {
   torch::NoGradGuard no_grad;
+  const AutocastBF16 autocast(amp);
   net->eval();
   double loss = 0;
   int64_t top1 = 0, top5 = 0;
   for (int64_t i = 0; i < x.size(0); i += batch) {
     const int64_t n = std::min(batch, x.size(0) - i);
-    const auto logits = net->forward(x.narrow(0, i, n));
-    const auto labels = y.narrow(0, i, n);
+    const auto logits = net->forward(x.narrow(0, i, n).to(device)).to(torch::kFloat);
+    const auto labels = y.narrow(0, i, n).to(device);
     loss += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     const auto best = std::get<1>(logits.topk(std::min<int64_t>(5, logits.size(1)), 1));
     const auto hits = best.eq(labels.unsqueeze(1));
@@ -76,7 +80,7 @@ Config vit_defaults() {
                   {"patch", 7}, {"mlp_ratio", 4}, {"norm", "pln"}, {"group", 8}, {"norm_sites", ""},
                   {"act", "gelu"}, {"drop_path", 0.0}, {"epochs", 10}, {"batch_size", 128}, {"lr", 1e-3},
                   {"weight_decay", 0.05}, {"warmup", 1.0}, {"lr_floor", 0.0}, {"label_smoothing", 0.0},
-                  {"clip_grad", 1.0}, {"seed", 0}});
+                  {"clip_grad", 1.0}, {"seed", 0}, {"device", "cpu"}, {"amp", "none"}});
   return c;
 }
 
@@ -105,6 +109,8 @@ ViTOptions options_from_config(const Config& c, int64_t channels, int64_t size, 
 
 std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const TrainControl& control) {
   const auto start = Clock::now();
+  const torch::Device device = ctx.device;
+  const bool amp = config_amp_bf16(c, device, "vit");
   const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size");
   if (epochs < 1) throw std::invalid_argument(fmt::format("vit: epochs must be >= 1, got {}", epochs));
   if (batch < 1) throw std::invalid_argument(fmt::format("vit: batch_size must be >= 1, got {}", batch));
@@ -124,6 +130,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
   const auto options = options_from_config(c, x_train.size(1), x_train.size(2), data.classes);
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   VisionTransformer net(options);
+  net->to(device);
   int64_t n_params = 0;
   for (const auto& p : net->parameters()) n_params += p.numel();
   fmt::print("data: {} ({} train, {} test images of {}x{}x{}, {} labels)\nnetwork ({} parameters):\n{}\n",
@@ -143,7 +150,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
   const auto checkpoint = ctx.out / "checkpoint.pt";
   TrainingState state;
   if (control.resume && fs::exists(checkpoint)) {
-    load_checkpoint(checkpoint, c, *net, optimizer, state);
+    load_checkpoint(checkpoint, c, *net, optimizer, state, device);
     fmt::print("resumed from {} after epoch {} of {}\n", checkpoint.string(), state.epochs_done, epochs);
   } else {
     if (control.resume) fmt::print("no checkpoint in {}; starting from the beginning\n", ctx.out.string());
@@ -176,11 +183,16 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
       const auto idx = order.narrow(0, i, std::min(batch, n - i));
       auto xb = x_train.index_select(0, idx);
       if (augment_batches) xb = augment(xb, 4, generator);
-      const auto yb = y_train.index_select(0, idx);
+      xb = xb.to(device);
+      const auto yb = y_train.index_select(0, idx).to(device);
       set_learning_rate(optimizer, schedule.at(state.step));
       optimizer.zero_grad();
-      const auto logits = net->forward(xb);
-      const auto loss = torch::nn::functional::cross_entropy(logits, yb, loss_options);
+      torch::Tensor logits, loss;
+      {
+        const AutocastBF16 autocast(amp);
+        logits = net->forward(xb);
+        loss = torch::nn::functional::cross_entropy(logits, yb, loss_options);
+      }
       const double value = loss.item<double>();
       if (!guard.check(value, state.step, *net)) break;
       loss.backward();
@@ -196,7 +208,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
     state.images_seen += seen;
     if (seen == 0) break;
     final_loss = loss_sum / double(seen);
-    const auto test = evaluate(net, x_test, y_test, 512);
+    const auto test = evaluate(net, x_test, y_test, 512, device, amp);
     if (test.top1 > state.best_top1 || state.epochs_done == 0) state.best_top1 = test.top1, state.best_epoch = epoch + 1;
     state.epochs_done = epoch + 1;
     state.records.push_back({double(epoch + 1), final_loss, double(correct) / double(seen), test.top1, test.top5,
@@ -207,8 +219,8 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
     ++epochs_this_session;
   }
   progress.finish();
-  const auto train = evaluate(net, x_train, y_train, 512);
-  const auto test = evaluate(net, x_test, y_test, 512);
+  const auto train = evaluate(net, x_train, y_train, 512, device, amp);
+  const auto test = evaluate(net, x_test, y_test, 512, device, amp);
   return Config{{"test_top1", test.top1}, {"test_top5", test.top5}, {"best_test_top1", state.best_top1},
                 {"best_epoch", state.best_epoch}, {"train_acc", train.top1},
                 {"final_loss", std::isfinite(final_loss) ? final_loss : train.loss}, {"train_eval_loss", train.loss},

@@ -95,6 +95,27 @@ def test_backward_op_rejects_statistics_of_another_input():
         torch.ops.pln.parallel_ln_backward(x[:, :8], x, mean, rstd, None, C, 4, layout="nc")
 
 
+# ----------------------------------------------------------------- autocast ---
+
+@pytest.mark.parametrize("op", ["parallel_ln", "pq_norm"])
+def test_autocast_parameters_follow_the_activation_dtype(op):
+    # Under autocast a Linear gives bfloat16; the float32 affine parameters are
+    # cast to it, the output is bfloat16, and their gradients come back float32.
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(8, C)
+    w, b = affine(torch.float32, True)
+    x = torch.randn(5, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = linear(x)
+        assert h.dtype == torch.bfloat16
+        y = getattr(torch.ops.pln, op)(h, w, b, C, 4, layout="nc")
+    assert y.dtype == torch.bfloat16
+    y.float().square().sum().backward()
+    assert w.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
+    reference = getattr(torch.ops.pln, op)(h.detach().float(), w.detach(), b.detach(), C, 4, layout="nc")
+    torch.testing.assert_close(y.float(), reference, atol=0.05, rtol=0.05)
+
+
 # ---------------------------------------------------------- torch.compile ---
 
 class MLP(torch.nn.Module):

@@ -87,10 +87,19 @@ at::ScalarType stats_type(at::ScalarType input) {
 }
 
 bool has_fused_kernels(const at::Tensor& input, double p) {
+  if (p != 2.0 || input.layout() != c10::kStrided) return false;
   const auto type = input.scalar_type();
-  return p == 2.0 && input.layout() == c10::kStrided && input.device().is_cpu() &&
-         (type == at::kFloat || type == at::kDouble);
+  const bool wide = type == at::kFloat || type == at::kDouble;
+  if (input.device().is_cpu()) return wide;
+  if (input.device().is_cuda()) {
+    return cuda_kernels_enabled() && (wide || type == at::kHalf || type == at::kBFloat16);
+  }
+  return false;
 }
+
+#ifndef PLN_WITH_CUDA
+bool cuda_kernels_enabled() { return false; }
+#endif
 
 at::Tensor value_or_undefined(const OptionalTensor& t) { return t.has_value() ? *t : at::Tensor(); }
 

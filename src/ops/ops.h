@@ -8,9 +8,11 @@
 //   pln::parallel_ln_backward  dx, dweight, dbias from those statistics (p = 2, fused kernels)
 //
 //   cpu.cpp       CPU: the fused kernels (src/cpu/), composite ATen ops where none apply
+//   cuda.cpp      CUDA: the fused kernels (src/cuda/), built with a CUDA LibTorch and nvcc
 //   composite.cpp CompositeExplicitAutograd: the composite ATen ops, for devices without fused kernels
 //   meta.cpp      Meta: shapes, dtypes and strides only (FakeTensor, torch.compile, torch.export)
 //   autograd.cpp  Autograd: the custom function over the forward and backward ops
+//   autocast.cpp  AutocastCPU/AutocastCUDA: affine parameters cast to the input's dtype
 //
 // The functions below call the operators through the dispatcher, so C++
 // callers take the same path as torch.ops.pln.
@@ -62,6 +64,11 @@ ParallelLNFn parallel_ln;
 ParallelLNForwardFn parallel_ln_forward;
 ParallelLNBackwardFn parallel_ln_backward;
 }  // namespace cpu
+namespace cuda {  // built with CUDA only (PLN_WITH_CUDA)
+ParallelLNFn parallel_ln;
+ParallelLNForwardFn parallel_ln_forward;
+ParallelLNBackwardFn parallel_ln_backward;
+}  // namespace cuda
 namespace composite {
 ParallelLNFn parallel_ln;
 PQNormFn pq_norm;
@@ -78,6 +85,10 @@ PQNormFn pq_norm;
 ParallelLNForwardFn parallel_ln_forward;
 ParallelLNBackwardFn parallel_ln_backward;
 }  // namespace autograd
+namespace autocast {
+ParallelLNFn parallel_ln;
+PQNormFn pq_norm;
+}  // namespace autocast
 
 // ------------------------------------------------------------------ shared ---
 
@@ -94,8 +105,11 @@ void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& inp
                             const OptionalTensor& weight, const detail::GroupNormSpec& spec);
 /// dtype of the mean and rstd the forward saves.
 at::ScalarType stats_type(at::ScalarType input);
-/// Whether fused kernels take this input (device, dtype, p).
+/// Whether fused kernels take this input (device, dtype, p): CPU float32 and
+/// float64; CUDA float16, bfloat16, float32 and float64 once enabled.
 bool has_fused_kernels(const at::Tensor& input, double p);
+/// Whether the fused CUDA kernels are built and enabled (PLN_CUDA_KERNELS=1).
+bool cuda_kernels_enabled();
 
 at::Tensor value_or_undefined(const OptionalTensor& t);
 OptionalTensor defined_or_none(const at::Tensor& t);

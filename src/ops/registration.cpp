@@ -38,7 +38,26 @@ TORCH_LIBRARY_IMPL(pln, CPU, m) {
   m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cpu::parallel_ln_backward));
 }
 
-// Every other backend (CUDA, ...) runs the composite ATen ops.
+#ifdef PLN_WITH_CUDA
+TORCH_LIBRARY_IMPL(pln, CUDA, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::cuda::parallel_ln));
+  m.impl("parallel_ln_forward", TORCH_FN(pln::ops::cuda::parallel_ln_forward));
+  m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cuda::parallel_ln_backward));
+}
+#endif
+
+// Under torch.autocast the parameters follow the activation's dtype (the
+// forward and backward ops fall through: autocast sits above autograd).
+TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::autocast::parallel_ln));
+  m.impl("pq_norm", TORCH_FN(pln::ops::autocast::pq_norm));
+}
+TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::autocast::parallel_ln));
+  m.impl("pq_norm", TORCH_FN(pln::ops::autocast::pq_norm));
+}
+
+// Every other backend runs the composite ATen ops (and so does pq_norm on every one).
 TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
   m.impl("parallel_ln", TORCH_FN(pln::ops::composite::parallel_ln));
   m.impl("pq_norm", TORCH_FN(pln::ops::composite::pq_norm));

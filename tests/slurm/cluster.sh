@@ -139,8 +139,11 @@ mapfile -t cells < "$grid/cells.txt"
 grep -q '^#SBATCH --array=1-4%1$' "$grid/grid.slurm" || fail "grid.slurm does not throttle the array to one task"
 # Task 3 fails on purpose: its training log cannot be written (a directory stands in its place).
 mkdir -p "${cells[2]}/train.csv"
+# Task 2 is cancelled mid-run: stopped once it has started, then scancel'd
+# (its line made to train far longer, so that it cannot finish first).
+sed -i '2s/ --threads / --set steps=1000000 --threads /' "$grid/commands.txt"
+grep -q 'steps=1000000' "$grid/commands.txt" || fail "commands.txt has no --threads to lengthen task 2 by"
 job=$(submit "$grid")
-# Task 2 is cancelled mid-run: stopped once it has started, then scancel'd.
 wait_for 60 "task 2 to start" test -f "${cells[1]}/running.json"
 kill -STOP "$(running_pid "${cells[1]}")"
 scancel "${job}_2"

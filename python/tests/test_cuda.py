@@ -1,0 +1,148 @@
+"""The fused CUDA kernels against the CPU reference: forward and every
+gradient in every layout, dtype (float32, float16, bfloat16, float64) and
+group size 1, 2, 4, 8, 16, 32 and C; gradcheck and gradgradcheck in float64;
+deterministic dweight/dbias; opcheck and torch.compile on CUDA tensors.
+Skipped, saying why, where no GPU is visible or the library has no CUDA
+kernels enabled (PLN_CUDA_KERNELS=1, which scripts/device-check sets)."""
+
+import os
+
+import pytest
+import torch
+
+import pln  # noqa: F401  (registers torch.ops.pln)
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device is visible")
+
+C = 64
+LAYOUTS = {"nc": (48, C), "ntc": (4, 9, C), "nchw": (3, C, 5, 7), "nhwc": (3, 5, 7, C), "ncl": (3, C, 11)}
+GROUPS = [1, 2, 4, 8, 16, 32, C]
+DTYPES = {torch.float32: 2e-5, torch.float64: 1e-10, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+def fused_enabled():
+    return os.environ.get("PLN_CUDA_KERNELS") == "1"
+
+
+def inputs(layout, dtype, seed=0, channels_last=False):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(LAYOUTS[layout], generator=gen, dtype=torch.float64) * 2 + 0.5
+    w = torch.rand(C, generator=gen, dtype=torch.float64) + 0.5
+    b = torch.randn(C, generator=gen, dtype=torch.float64)
+    dy = torch.randn(LAYOUTS[layout], generator=gen, dtype=torch.float64)
+    if channels_last:
+        x, dy = x.contiguous(memory_format=torch.channels_last), dy.contiguous(memory_format=torch.channels_last)
+    return x, w, b, dy
+
+
+def run(x, w, b, dy, g, layout, device, dtype, centering=True):
+    x = x.to(device, dtype).requires_grad_()
+    w = w.to(device, dtype).requires_grad_()
+    b = b.to(device, dtype).requires_grad_()
+    y = torch.ops.pln.parallel_ln(x, w, b, C, g, 1e-5, centering, layout)
+    y.backward(dy.to(device, dtype))
+    return [t.detach().double().cpu() for t in (y, x.grad, w.grad, b.grad)]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("g", GROUPS)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("centering", [True, False])
+def test_matches_the_cpu_reference(layout, g, dtype, centering):
+    x, w, b, dy = inputs(layout, dtype)
+    expected = run(x, w, b, dy, g, layout, "cpu", torch.float64, centering)
+    got = run(x, w, b, dy, g, layout, "cuda", dtype, centering)
+    tol = DTYPES[dtype]
+    for name, e, a in zip(("y", "dx", "dweight", "dbias"), expected, got):
+        scale = max(1.0, e.abs().max().item())
+        torch.testing.assert_close(a, e, atol=tol * scale * (8 if name != "y" else 1), rtol=tol * 8, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_channels_last_nchw(dtype):
+    x, w, b, dy = inputs("nchw", dtype, channels_last=True)
+    expected = run(x, w, b, dy, 8, "nchw", "cpu", torch.float64)
+    got = run(x, w, b, dy, 8, "nchw", "cuda", dtype)
+    for e, a in zip(expected, got):
+        torch.testing.assert_close(a, e, atol=8 * DTYPES[dtype] * max(1.0, e.abs().max().item()), rtol=8 * DTYPES[dtype])
+
+
+@pytest.mark.parametrize("shape,layout,g", [((2, 4096), "nc", 4096), ((3, 2048), "nc", 1024), ((2, 48, 3, 3), "nchw", 48)])
+def test_large_groups(shape, layout, g):
+    """Groups beyond the register paths: one block per row, three passes per NCHW group."""
+    c = shape[1] if layout != "nc" else shape[-1]
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    y_cpu = torch.ops.pln.parallel_ln(x, None, None, c, g, 1e-5, True, layout)
+    y_gpu = torch.ops.pln.parallel_ln(x.float().cuda(), None, None, c, g, 1e-5, True, layout)
+    torch.testing.assert_close(y_gpu.double().cpu(), y_cpu, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["nc", "nchw", "ntc"])
+def test_gradcheck_and_gradgradcheck_float64(layout):
+    x, w, b, _ = inputs(layout, torch.float64)
+    shape = {"nc": (3, C), "nchw": (2, C, 2, 3), "ntc": (2, 3, C)}[layout]
+    x = x.reshape(-1)[: torch.Size(shape).numel()].reshape(shape).cuda().requires_grad_()
+    w, b = w.cuda().requires_grad_(), b.cuda().requires_grad_()
+
+    def f(x, w, b):
+        return torch.ops.pln.parallel_ln(x, w, b, C, 8, 1e-5, True, layout)
+
+    assert torch.autograd.gradcheck(f, (x, w, b))
+    assert torch.autograd.gradgradcheck(f, (x, w, b))
+
+
+def test_parameter_gradients_are_deterministic():
+    x, w, b, dy = inputs("nc", torch.float32)
+    x = torch.randn(8192, C, dtype=torch.float64)
+    dy = torch.randn(8192, C, dtype=torch.float64)
+    first = run(x, w, b, dy, 8, "nc", "cuda", torch.float32)
+    for _ in range(3):
+        again = run(x, w, b, dy, 8, "nc", "cuda", torch.float32)
+        assert torch.equal(again[2], first[2]) and torch.equal(again[3], first[3])
+
+
+def test_fused_kernels_run_when_enabled():
+    """With PLN_CUDA_KERNELS=1 the forward op has a CUDA kernel to run; without
+    it, the forward op says how to enable one."""
+    x = torch.randn(4, C, device="cuda")
+    if fused_enabled():
+        y, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, C, 8, layout="nc")
+        assert mean.dtype == torch.float32 and mean.numel() == 4 * C // 8
+    else:
+        with pytest.raises(RuntimeError, match="PLN_CUDA_KERNELS=1 enables them"):
+            torch.ops.pln.parallel_ln_forward(x, None, None, C, 8, layout="nc")
+
+
+def test_opcheck_on_cuda():
+    from torch.library import opcheck
+
+    x = torch.randn(3, C, 4, 4, device="cuda", requires_grad=True)
+    w = torch.rand(C, device="cuda", requires_grad=True)
+    b = torch.randn(C, device="cuda", requires_grad=True)
+    for args in [(x, w, b, C, 8), (x.half(), w.half(), b.half(), C, 8)]:
+        result = opcheck(torch.ops.pln.parallel_ln.default, args)
+        assert all(v == "SUCCESS" for v in result.values()), result
+
+
+def test_compiled_model_on_cuda_matches_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, C, 3, padding=1), pln.ParallelLN(C, 8),
+                                torch.nn.Conv2d(C, 10, 1)).cuda()
+    x = torch.randn(4, 3, 8, 8, device="cuda")
+    compiled = torch.compile(model, fullgraph=True)
+    torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
+
+
+def test_autocast_bf16_runs_in_the_activation_dtype():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, C, 3, padding=1), pln.ParallelLN(C, 8),
+                                torch.nn.Conv2d(C, 10, 1)).cuda()
+    x = torch.randn(4, 3, 8, 8, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = model(x)
+    assert y.dtype == torch.bfloat16
+    y.float().square().sum().backward()
+    norm = model[1]
+    assert norm.weight.grad.dtype == torch.float32
+    torch.testing.assert_close(y.float(), model(x), atol=0.1, rtol=0.05)

@@ -1,0 +1,139 @@
+// CUDA kernels of the pln operators: the fused kernels of src/cuda/ for
+// float32, float64, float16 and bfloat16 with p = 2, once enabled; the
+// composite ATen ops otherwise. Built when the LibTorch has CUDA and nvcc is
+// found (the pip torch 2.x build).
+//
+// Until a device check has passed on a GPU, the fused CUDA kernels run only
+// when the environment sets PLN_CUDA_KERNELS=1 (scripts/device-check does);
+// without it CUDA tensors take the composite path, correct if slower.
+
+#include "ops/ops.h"
+
+#include "cuda/kernels.h"
+#include "layout.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace pln::ops {
+
+bool cuda_kernels_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("PLN_CUDA_KERNELS");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return enabled;
+}
+
+namespace cuda {
+
+namespace {
+
+// The kernels' element type for a scalar type.
+template <typename scalar_t>
+struct Element {
+  using type = scalar_t;
+};
+template <>
+struct Element<at::Half> {
+  using type = pln::cuda::half_t;
+};
+template <>
+struct Element<at::BFloat16> {
+  using type = pln::cuda::bfloat16_t;
+};
+
+template <typename scalar_t>
+auto* element_ptr(const at::Tensor& t) {
+  return reinterpret_cast<typename Element<scalar_t>::type*>(t.data_ptr<scalar_t>());
+}
+
+void check_launch(const char* op) {
+  const char* error = pln::cuda::last_error();
+  TORCH_CHECK(*error == '\0', op, ": a CUDA kernel failed: ", error);
+}
+
+at::Tensor affine_or(const OptionalTensor& t, const at::Tensor& x, int64_t num_features, double fill) {
+  return t.has_value() ? t->reshape({-1}).contiguous() : at::full({num_features}, fill, x.options());
+}
+
+Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias,
+                      const detail::GroupNormSpec& spec, bool save_stats) {
+  const c10::cuda::CUDAGuard device(x.device());
+  const detail::KernelView view = detail::kernel_view(x, spec.layout, spec.num_features, spec.num_per_group);
+  at::Tensor y = at::empty(x.sizes(), x.options().memory_format(view.format));
+  at::Tensor mean, rstd;
+  if (save_stats) {
+    const auto stats = x.options().dtype(stats_type(x.scalar_type()));
+    mean = at::empty({view.geometry.num_stats()}, stats);
+    rstd = at::empty({view.geometry.num_stats()}, stats);
+  }
+  const at::Tensor w = affine_or(weight, x, spec.num_features, 1.0), b = affine_or(bias, x, spec.num_features, 0.0);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_parallel_ln_forward_cuda", [&] {
+    using acc_t = typename pln::cuda::Acc<typename Element<scalar_t>::type>::type;
+    pln::cuda::forward(view.geometry, element_ptr<scalar_t>(view.data), element_ptr<scalar_t>(w),
+                       element_ptr<scalar_t>(b), element_ptr<scalar_t>(y),
+                       save_stats ? mean.data_ptr<acc_t>() : nullptr, save_stats ? rstd.data_ptr<acc_t>() : nullptr,
+                       spec.eps, spec.centering, at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::parallel_ln (CUDA)");
+  return {y, mean, rstd};
+}
+
+}  // namespace
+
+at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                       c10::string_view layout, double p) {
+  if (!has_fused_kernels(input, p)) {
+    return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
+  }
+  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p);
+  check_tensors(input, weight, bias, spec);
+  return std::get<0>(fused_forward(input, weight, bias, spec, /*save_stats=*/false));
+}
+
+Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                            int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                            c10::string_view layout) {
+  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
+  check_tensors(input, weight, bias, spec);
+  TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_forward: no fused CUDA kernel for this input (",
+              input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
+  return fused_forward(input, weight, bias, spec, /*save_stats=*/true);
+}
+
+Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
+                             const at::Tensor& rstd, const OptionalTensor& weight, int64_t num_features,
+                             int64_t num_per_group, double eps, bool centering, c10::string_view layout) {
+  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
+  check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
+  TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_backward: no fused CUDA kernel for this input (",
+              input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
+  const c10::cuda::CUDAGuard device(input.device());
+  const detail::KernelView view = detail::kernel_view(input, spec.layout, spec.num_features, spec.num_per_group);
+  const at::Tensor dy = detail::conform(grad_output, view);
+  const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
+  const at::Tensor w = affine_or(weight, input, spec.num_features, 1.0);
+  const auto acc = input.options().dtype(stats_type(input.scalar_type()));
+  at::Tensor dx = at::empty(input.sizes(), input.options().memory_format(view.format));
+  at::Tensor dw = at::empty({spec.num_features}, acc), db = at::empty({spec.num_features}, acc);
+  at::Tensor workspace = at::empty({pln::cuda::workspace_elements(view.geometry)}, acc);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(), "pln_parallel_ln_backward_cuda", [&] {
+    using acc_t = typename pln::cuda::Acc<typename Element<scalar_t>::type>::type;
+    pln::cuda::backward(view.geometry, element_ptr<scalar_t>(dy), element_ptr<scalar_t>(view.data),
+                        m.data_ptr<acc_t>(), r.data_ptr<acc_t>(), element_ptr<scalar_t>(w), spec.centering,
+                        element_ptr<scalar_t>(dx), dw.data_ptr<acc_t>(), db.data_ptr<acc_t>(),
+                        workspace.data_ptr<acc_t>(), at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::parallel_ln_backward (CUDA)");
+  return {dx, dw.to(input.scalar_type()), db.to(input.scalar_type())};
+}
+
+}  // namespace cuda
+}  // namespace pln::ops
