@@ -342,6 +342,24 @@ TEST(Device, ParsesAndNamesWhatIsWrong) {
   }
 }
 
+TEST(Device, GridCellsGoToTheLeastBusyVisibleGpu) {
+  GpuSlots gpus(3, "4,6,7");
+  EXPECT_EQ(gpus.count(), 3u);
+  EXPECT_EQ(gpus.take(), 0);
+  EXPECT_EQ(gpus.take(), 1);
+  EXPECT_EQ(gpus.take(), 2);
+  EXPECT_EQ(gpus.take(), 0);  // a second cell on each, the first again on a tie
+  gpus.give_back(1);
+  EXPECT_EQ(gpus.take(), 1);  // the one freed
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(gpus.environment(2), (Env{{"CUDA_VISIBLE_DEVICES", "7"}}));
+  EXPECT_EQ(gpus.environment(-1), Env{});
+  EXPECT_EQ(GpuSlots(2, nullptr).environment(1), (Env{{"CUDA_VISIBLE_DEVICES", "1"}}));
+  GpuSlots none(0, nullptr);
+  EXPECT_EQ(none.take(), -1);
+  EXPECT_EQ(none.environment(none.take()), Env{});
+}
+
 TEST(Device, AmpIsBf16OnCudaOnly) {
   const Config c = {{"amp", "bf16"}};
   EXPECT_EQ(error_of([&] { config_amp_bf16(c, torch::kCPU, "cnn"); }), "cnn: amp=bf16 is autocast on CUDA; device is cpu");

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pln::exp {
 
@@ -29,6 +31,26 @@ Config device_record(const torch::Device& device);
 
 /// The `amp` key: "none", or "bf16" (CUDA devices only); checked.
 bool config_amp_bf16(const Config& config, const torch::Device& device, const std::string& experiment);
+
+/// The GPUs a local grid spreads its `device=cuda` cells over: each cell is
+/// given the least busy one (the first on a tie) as its only visible GPU.
+class GpuSlots {
+ public:
+  /// `count` GPUs, named by the entries of `visible_mask` (CUDA_VISIBLE_DEVICES) where it lists them.
+  GpuSlots(int64_t count, const char* visible_mask);
+  /// The GPUs this process sees.
+  static GpuSlots visible();
+  size_t count() const { return ids_.size(); }
+  /// A GPU for the next cell (-1 when there are none).
+  int take();
+  void give_back(int gpu);
+  /// The worker's environment for that GPU: CUDA_VISIBLE_DEVICES naming it alone.
+  std::vector<std::pair<std::string, std::string>> environment(int gpu) const;
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<int> busy_;
+};
 
 /// Autocast to bfloat16 on CUDA for its lifetime, when enabled; restores the previous state.
 class AutocastBF16 {

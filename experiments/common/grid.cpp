@@ -11,9 +11,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
-#include <sstream>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -23,41 +21,6 @@
 namespace pln::exp {
 
 namespace {
-
-// The visible GPUs a local grid spreads its `device=cuda` cells over: each
-// cell is given the least busy one as its only visible GPU (so `cuda` is it).
-class GpuSlots {
- public:
-  explicit GpuSlots(bool wanted) {
-    if (!wanted) return;
-    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    std::vector<std::string> listed;
-    if (const char* mask = std::getenv("CUDA_VISIBLE_DEVICES")) {
-      std::stringstream ss(mask);
-      for (std::string id; std::getline(ss, id, ',');) listed.push_back(id);
-    }
-    for (int64_t i = 0; i < count; ++i) ids_.push_back(i < int64_t(listed.size()) ? listed[i] : std::to_string(i));
-    busy_.assign(ids_.size(), 0);
-  }
-  size_t count() const { return ids_.size(); }
-  int take() {
-    if (busy_.empty()) return -1;
-    const int gpu = static_cast<int>(std::min_element(busy_.begin(), busy_.end()) - busy_.begin());
-    ++busy_[gpu];
-    return gpu;
-  }
-  void give_back(int gpu) {
-    if (gpu >= 0) --busy_[gpu];
-  }
-  std::vector<std::pair<std::string, std::string>> environment(int gpu) const {
-    if (gpu < 0) return {};
-    return {{"CUDA_VISIBLE_DEVICES", ids_[gpu]}};
-  }
-
- private:
-  std::vector<std::string> ids_;
-  std::vector<int> busy_;
-};
 
 std::string slug(const std::string& text) {
   std::string out;
@@ -306,7 +269,7 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   fmt::print("pln grid {} --preset {}: {} cells, {} done, {} to run; {} job(s) x {} thread(s); out {}\n",
              experiment.name, request.preset, cells.size(), cells.size() - pending.size(),
              pending.size(), request.jobs, threads, out.string());
-  GpuSlots gpus(on_cuda);
+  GpuSlots gpus = on_cuda ? GpuSlots::visible() : GpuSlots(0, nullptr);
   if (on_cuda) fmt::print("cells on device 'cuda' spread over {} visible GPU(s)\n", gpus.count());
   std::fflush(stdout);
   write_records();

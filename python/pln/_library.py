@@ -14,15 +14,31 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 loaded_from: Optional[Path] = None
 
 
+_MARKER = b"pln:libtorch="
+
+
 def _candidates() -> List[Tuple[str, Path]]:
     env = os.environ.get("PLN_LIBRARY")
     if env:
         # An explicit choice is the only candidate: a wrong path is an error, not a fallback.
         return [("PLN_LIBRARY", Path(env))]
+    repo = _PACKAGE_DIR.parents[1]
     return [
         ("installed beside the package", _PACKAGE_DIR / LIBRARY_NAME),
-        ("default build directory", _PACKAGE_DIR.parents[1] / "build" / LIBRARY_NAME),
+        ("default build directory", repo / "build" / LIBRARY_NAME),
+        ("PyTorch 2.x build directory", repo / "build-torch2" / LIBRARY_NAME),
     ]
+
+
+def _built_against(path: Path) -> Optional[str]:
+    """The LibTorch version the library was built against, read from the file
+    without loading it (None: a build that does not say)."""
+    data = path.read_bytes()
+    at = data.find(_MARKER)
+    if at < 0:
+        return None
+    end = data.find(b"\0", at)
+    return data[at + len(_MARKER):end].decode(errors="replace")
 
 
 def _registered() -> bool:
@@ -52,10 +68,14 @@ def load() -> None:
     global loaded_from
     if _registered():
         return  # loaded already (another import, or a C++ host that links libpln)
-    tried = []
+    tried, mismatched = [], []
     for origin, path in _candidates():
         if not path.is_file():
             tried.append(f"{path} ({origin})")
+            continue
+        built = _built_against(path)
+        if built is not None and _minor(built) != _minor(torch.__version__):
+            mismatched.append(f"{path} ({origin}) was built against LibTorch {built}")
             continue
         try:
             torch.ops.load_library(str(path))
@@ -68,6 +88,11 @@ def load() -> None:
         _check_torch_version(path, origin)
         loaded_from = path
         return
+    if mismatched:
+        raise ImportError(
+            "pln: " + "; ".join(mismatched) + f", but this interpreter has torch {torch.__version__}; "
+            "rebuild it against this torch (pip install --no-build-isolation . at the repository root, "
+            "or make test-torch2 for build-torch2/)")
     raise ImportError(
         "pln: cannot find the operator library " + LIBRARY_NAME + "; looked for "
         + ", ".join(tried)

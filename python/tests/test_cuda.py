@@ -1,9 +1,11 @@
 """The fused CUDA kernels against the CPU reference: forward and every
 gradient in every layout, dtype (float32, float16, bfloat16, float64) and
-group size 1, 2, 4, 8, 16, 32 and C; gradcheck and gradgradcheck in float64;
-deterministic dweight/dbias; opcheck and torch.compile on CUDA tensors.
-Skipped, saying why, where no GPU is visible or the library has no CUDA
-kernels enabled (PLN_CUDA_KERNELS=1, which scripts/device-check sets)."""
+group size 1, 2, 4, 8, 16, 32 and C; groups too large for registers, odd
+sizes, misaligned and empty inputs; gradcheck and gradgradcheck in float64;
+deterministic dweight/dbias; opcheck, torch.compile and autocast on CUDA
+tensors. Skipped, saying why, where no GPU is visible. The fused kernels run
+with PLN_CUDA_KERNELS=1 (scripts/device-check sets it); without it the same
+tests check the composite path on CUDA tensors."""
 
 import os
 
@@ -50,7 +52,9 @@ def run(x, w, b, dy, g, layout, device, dtype, centering=True):
 @pytest.mark.parametrize("centering", [True, False])
 def test_matches_the_cpu_reference(layout, g, dtype, centering):
     x, w, b, dy = inputs(layout, dtype)
-    expected = run(x, w, b, dy, g, layout, "cpu", torch.float64, centering)
+    # The reference sees the inputs the GPU sees: rounded to dtype (with g = 2
+    # a nearly equal pair's output is steep in its values).
+    expected = run(*(t.to(dtype).double() for t in (x, w, b, dy)), g, layout, "cpu", torch.float64, centering)
     got = run(x, w, b, dy, g, layout, "cuda", dtype, centering)
     tol = DTYPES[dtype]
     for name, e, a in zip(("y", "dx", "dweight", "dbias"), expected, got):
@@ -67,15 +71,51 @@ def test_channels_last_nchw(dtype):
         torch.testing.assert_close(a, e, atol=8 * DTYPES[dtype] * max(1.0, e.abs().max().item()), rtol=8 * DTYPES[dtype])
 
 
-@pytest.mark.parametrize("shape,layout,g", [((2, 4096), "nc", 4096), ((3, 2048), "nc", 1024), ((2, 48, 3, 3), "nchw", 48)])
-def test_large_groups(shape, layout, g):
-    """Groups beyond the register paths: one block per row, three passes per NCHW group."""
-    c = shape[1] if layout != "nc" else shape[-1]
-    gen = torch.Generator().manual_seed(3)
-    x = torch.randn(shape, generator=gen, dtype=torch.float64)
-    y_cpu = torch.ops.pln.parallel_ln(x, None, None, c, g, 1e-5, True, layout)
-    y_gpu = torch.ops.pln.parallel_ln(x.float().cuda(), None, None, c, g, 1e-5, True, layout)
-    torch.testing.assert_close(y_gpu.double().cpu(), y_cpu, atol=1e-4, rtol=1e-4)
+def compare(shape, layout, c, g, dtype=torch.float32, centering=True, tol=2e-4, seed=3):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype).double()
+    dy = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype).double()
+    w = (torch.rand(c, generator=gen, dtype=torch.float64) + 0.5).to(dtype).double()
+    b = torch.randn(c, generator=gen, dtype=torch.float64).to(dtype).double()
+    expected = run(x, w, b, dy, g, layout, "cpu", torch.float64, centering)
+    got = run(x, w, b, dy, g, layout, "cuda", dtype, centering)
+    for name, e, a in zip(("y", "dx", "dweight", "dbias"), expected, got):
+        scale = max(1.0, e.abs().max().item())
+        torch.testing.assert_close(a, e, atol=tol * scale, rtol=tol, msg=name)
+
+
+@pytest.mark.parametrize("centering", [True, False])
+@pytest.mark.parametrize("shape,layout,c,g", [
+    ((2, 4096), "nc", 4096, 4096),     # one block per row (forward and backward)
+    ((3, 2048), "nc", 2048, 1024),     # the register path at its widest
+    ((5, 70), "nc", 70, 35),           # odd groups: scalar loads
+    ((4, 3, 70), "ntc", 70, 35),
+    ((2, 48, 3, 3), "nchw", 48, 48),   # NCHW groups beyond registers: passes over memory
+])
+def test_large_and_odd_groups(shape, layout, c, g, centering):
+    compare(shape, layout, c, g, centering=centering)
+
+
+def test_many_rows_reduce_dweight_over_several_chunks():
+    """Enough rows that dweight/dbias sum several chunks' partials, in every layout."""
+    compare((40000, 32), "nc", 32, 8, tol=1e-3)
+    compare((64, 32, 24, 24), "nchw", 32, 8, tol=1e-3)
+    compare((64, 24, 24, 32), "nhwc", 32, 8, tol=1e-3)
+
+
+def test_misaligned_and_empty_inputs():
+    gen = torch.Generator().manual_seed(5)
+    base = torch.randn(4 * C + 1, generator=gen)
+    x = base[1:].view(4, C)  # storage offset of one float: no 16-byte loads
+    expected = torch.ops.pln.parallel_ln(x, None, None, C, 8, 1e-5, True, "nc")
+    got = torch.ops.pln.parallel_ln(base.cuda()[1:].view(4, C), None, None, C, 8, 1e-5, True, "nc")
+    torch.testing.assert_close(got.cpu(), expected, atol=2e-5, rtol=2e-5)
+    empty = torch.empty(0, C, device="cuda", requires_grad=True)
+    w = torch.ones(C, device="cuda", requires_grad=True)
+    y = torch.ops.pln.parallel_ln(empty, w, None, C, 8, 1e-5, True, "nc")
+    assert y.shape == (0, C)
+    y.sum().backward()
+    assert torch.equal(w.grad, torch.zeros(C, device="cuda"))
 
 
 @pytest.mark.parametrize("layout", ["nc", "nchw", "ntc"])

@@ -398,6 +398,20 @@ def test_library_without_the_operators_is_an_import_error_naming_it(tmp_path):
     assert f"{other} (PLN_LIBRARY) loaded, but it does not register the torch.ops.pln operators" in result.stderr
 
 
+def test_library_of_another_libtorch_is_an_import_error_before_loading(tmp_path):
+    # A copy of the library whose marker names LibTorch 1.13: loading it could
+    # abort the process, so the package must refuse it from the file alone.
+    data = Path(pln.library_path).read_bytes()
+    marker = b"pln:libtorch=" + torch.__version__.split("+")[0].encode()
+    assert marker in data
+    other = marker[: len(b"pln:libtorch=")] + b"1.13.0".ljust(len(marker) - len(b"pln:libtorch="), b"\0")
+    (tmp_path / "libpln.so").write_bytes(data.replace(marker, other))
+    env = dict(os.environ, PLN_LIBRARY=str(tmp_path / "libpln.so"), PYTHONPATH=str(REPO / "python"))
+    result = subprocess.run([sys.executable, "-c", "import pln"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert "was built against LibTorch 1.13.0, but this interpreter has torch" in result.stderr, result.stderr
+
+
 def test_unloadable_library_is_an_import_error_naming_it(tmp_path):
     bad = tmp_path / "libpln.so"
     bad.write_bytes(b"not an ELF file")

@@ -15,6 +15,9 @@ extern "C" __attribute__((visibility("default"))) const int pln_operators_regist
 // The LibTorch version these kernels were compiled against; the Python package
 // refuses to run them under another torch.
 extern "C" __attribute__((visibility("default"))) const char* pln_torch_version() { return TORCH_VERSION; }
+// The same, findable in the file without loading it (loading a library built
+// against another LibTorch can abort the process): the Python package reads it first.
+extern "C" __attribute__((visibility("default"), used)) const char pln_built_against[] = "pln:libtorch=" TORCH_VERSION;
 
 TORCH_LIBRARY(pln, m) {
   m.def("parallel_ln(Tensor input, Tensor? weight, Tensor? bias, int num_features, "
