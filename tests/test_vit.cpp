@@ -213,6 +213,12 @@ TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
   other["lr"] = 0.5;
   const auto message = error_of([&] { vit::train_vit(other, {dir, 1, true}, {true, 0}); });
   EXPECT_NE(message.find("was written with another configuration (lr: 0.001 -> 0.5)"), std::string::npos) << message;
+  // The device is not among what a checkpoint must match: it resumes on another.
+  Config moved = c;
+  moved["device"] = "cuda:3";
+  const auto resumed = vit::train_vit(moved, {dir, 1, true}, {true, 0});
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ((*resumed)["epochs_done"].get<int64_t>(), 2);
   {
     std::ofstream(dir / "checkpoint.pt", std::ios::binary | std::ios::trunc) << "not a checkpoint";
   }
