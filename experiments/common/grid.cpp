@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -39,9 +39,6 @@ void add_column(CsvTable& table, std::set<std::string>& seen, const std::string&
   if (seen.insert(name).second) table.header.push_back(name);
 }
 
-// A cell is done when its summary exists and its config.json records this
-// cell's preset and overrides; a cell run with other settings (the grid's
-// definition changed since) is not, and runs again.
 // The device a cell ran on is not one of its settings: a grid begun on one
 // device finishes on another.
 std::vector<std::string> without_device(std::vector<std::string> sets) {
@@ -50,6 +47,9 @@ std::vector<std::string> without_device(std::vector<std::string> sets) {
   return sets;
 }
 
+// A cell is done when its summary exists and its config.json records this
+// cell's preset and overrides; a cell run with other settings (the grid's
+// definition changed since) is not, and runs again.
 bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
   try {
     const auto config = read_json_file(out / cell.id / "config.json");
@@ -75,7 +75,8 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
   try {
     auto ran = read_json_file(file).at("config");
     auto now = resolve_config(experiment, spec.preset, cell.sets);
-    ran.erase("device"), now.erase("device");
+    ran.erase("device");
+    now.erase("device");
     return ran != now;
   } catch (const std::exception&) {
     return true;
@@ -290,16 +291,16 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
       const auto* cell = pending[next++];
       auto argv = cell_command(experiment, spec, *cell, out, threads);
       argv[0] = "/proc/self/exe";  // this very binary, even if rebuilt while the grid runs
-      const bool spread = device_of[cell->id] == "cuda";
-      const int gpu = spread ? gpus.take() : -1;
+      const int gpu = device_of[cell->id] == "cuda" ? gpus.take() : -1;  // -1: none (cpu, or cuda:N as given)
       const pid_t pid = spawn(argv, out / cell->id / "run.log", gpus.environment(gpu));
       running[pid] = cell;
-      if (spread) gpu_of[pid] = gpu;
+      gpu_of[pid] = gpu;
     }
     const auto [pid, code] = wait_child(-1);
     const auto it = running.find(pid);
     if (it == running.end()) continue;
-    if (const auto slot = gpu_of.find(pid); slot != gpu_of.end()) gpus.give_back(slot->second), gpu_of.erase(slot);
+    gpus.give_back(gpu_of[pid]);
+    gpu_of.erase(pid);
     const auto* cell = it->second;
     running.erase(it);
     ++finished;
