@@ -24,4 +24,12 @@ if(NOT PLN_TORCH_CXX11_ABI)
                       "the pre-C++11 ABI (_GLIBCXX_USE_CXX11_ABI=0); the libraries pln links use the C++11 ABI")
 endif()
 list(PREPEND CMAKE_PREFIX_PATH "${_pln_torch_dir}" "${_pln_torch_cmake_dir}")
+# A CUDA wheel's own NVRTC, rather than the toolkit's, in torch's link
+# interface (torch's CMake looks in the toolkit; the wheel loads its own).
+file(GLOB _pln_wheel_nvrtc "${_pln_torch_dir}/../nvidia/*/lib/libnvrtc.so.[0-9]*")
+if(_pln_wheel_nvrtc AND NOT DEFINED CACHE{CUDA_NVRTC_LIB})
+  list(GET _pln_wheel_nvrtc 0 _pln_wheel_nvrtc)
+  get_filename_component(_pln_wheel_nvrtc "${_pln_wheel_nvrtc}" REALPATH)
+  set(CUDA_NVRTC_LIB "${_pln_wheel_nvrtc}" CACHE FILEPATH "NVRTC of the torch wheel")
+endif()
 message(STATUS "pln: torch ${PLN_TORCH_PYTHON_VERSION} of ${PLN_TORCH_PYTHON}")
