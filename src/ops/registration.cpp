@@ -50,15 +50,16 @@ TORCH_LIBRARY_IMPL(pln, CUDA, m) {
 #endif
 
 // Under torch.autocast the parameters follow the activation's dtype (the
-// forward and backward ops fall through: autocast sits above autograd).
-TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) {
+// forward and backward ops fall through: autocast sits above autograd), on
+// either device's autocast key.
+namespace {
+void register_autocast_kernels(torch::Library& m) {
   m.impl("parallel_ln", TORCH_FN(pln::ops::autocast::parallel_ln));
   m.impl("pq_norm", TORCH_FN(pln::ops::autocast::pq_norm));
 }
-TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) {
-  m.impl("parallel_ln", TORCH_FN(pln::ops::autocast::parallel_ln));
-  m.impl("pq_norm", TORCH_FN(pln::ops::autocast::pq_norm));
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) { register_autocast_kernels(m); }
+TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) { register_autocast_kernels(m); }
 
 // Every other backend runs the composite ATen ops (and so does pq_norm on every one).
 TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
