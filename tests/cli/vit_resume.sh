@@ -1,7 +1,8 @@
 #!/bin/bash
 # A ViT run killed mid-training resumes from its last checkpoint and ends
 # with the same figures as a run never interrupted: run once whole; run again,
-# SIGKILL it once an epoch is checkpointed, resume it with --resume; compare.
+# SIGKILL it once an epoch is checkpointed (the checkpoint is written
+# atomically after the epoch's row), resume it with --resume; compare.
 set -euo pipefail
 pln="$1"
 dir="$2/vit_resume"
@@ -14,7 +15,7 @@ run=("$pln" vit --preset smoke --threads 1 --set epochs=5 n_train=2048)
 setsid "${run[@]}" --out "$dir/killed" > "$dir/killed.log" 2>&1 &
 pid=$!
 for _ in $(seq 1200); do
-  [ -f "$dir/killed/epochs.csv" ] && [ "$(wc -l < "$dir/killed/epochs.csv")" -ge 2 ] && break
+  [ -f "$dir/killed/checkpoint.pt" ] && break
   sleep 0.05
 done
 kill -KILL -- "-$pid" 2> /dev/null || true
