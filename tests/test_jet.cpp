@@ -80,6 +80,41 @@ TEST(Jet, FusedMatchesCompositeForwardAndBackward) {
   }
 }
 
+TEST(Jet, ErrorDoesNotGrowWithTheOffset) {
+  // As OffsetParity in test_parity.cpp: values at a + 0.1 * randn, and the
+  // reference the composite formulas in float64 on the exactly shifted values.
+  const int64_t C = 24, n = 16, D = 2;
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    const double tol = dtype == torch::kFloat ? 4e-6 : 1e-12;
+    for (int64_t g : {3, 4, 8, 24}) {
+      for (double a : {0.0, 1e2, 1e4, 1e6}) {
+        SCOPED_TRACE("g " + std::to_string(g) + ", offset " + std::to_string(a) +
+                     (dtype == torch::kFloat ? ", float32" : ", float64"));
+        torch::manual_seed(21);
+        const auto opts = torch::TensorOptions().dtype(dtype);
+        const auto value = a + 0.1 * torch::randn({n, C}, opts), parts = torch::randn({2 * D, n, C}, opts);
+        const auto jet = torch::cat({value.unsqueeze(0), parts}).requires_grad_();
+        const auto options = ParallelLNOptions(C, g).dim(2).affine(false);
+        const auto y = functional::parallel_ln_jet(jet, options);
+        const auto dy = torch::randn_like(y);
+        y.backward(dy);
+        const auto jet_r =
+            torch::cat({(value.to(torch::kDouble) - a).unsqueeze(0), parts.to(torch::kDouble)}).requires_grad_();
+        const auto y_r = detail::parallel_ln_jet_composite(jet_r, options);
+        y_r.backward(dy.to(torch::kDouble));
+        for (int64_t part = 0; part <= 2 * D; ++part) {
+          const auto error = [&](const torch::Tensor& got, const torch::Tensor& want) {
+            return (got[part].to(torch::kDouble) - want[part]).abs().max().item<double>() /
+                   want[part].abs().max().item<double>();
+          };
+          EXPECT_LT(error(y, y_r), tol) << "part " << part;
+          EXPECT_LT(error(jet.grad(), jet_r.grad()), tol) << "gradient of part " << part;
+        }
+      }
+    }
+  }
+}
+
 TEST(Jet, AffineScalesEveryPartAndShiftsValuesOnly) {
   torch::manual_seed(4);
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);

@@ -103,6 +103,88 @@ TEST_P(Parity, ForwardAndGradientsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(AllLayouts, Parity, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return name(info.param); });
 
+// Accuracy at a common offset much larger than the spread: x = a + 0.1 * randn.
+// PLN (with centering) does not depend on a, and in float64 the reference
+// input x - a is exact (x and a are within a factor of two), so the reference
+// is the operator of well-conditioned values. Each error is relative to the
+// largest reference value, and must stay at a small multiple of the input
+// dtype's rounding whatever the offset.
+struct OffsetCase {
+  Layout layout;
+  int64_t C;
+  int64_t g;
+  std::vector<int64_t> shape;
+};
+
+std::vector<OffsetCase> offset_cases() {
+  return {
+      {Layout::kNC, 64, 8, {512, 64}},      // eight groups of 8: AVX2 groups
+      {Layout::kNC, 200, 8, {64, 200}},     // AVX-512 octets, AVX2 groups, scalar tail
+      {Layout::kNC, 136, 4, {64, 136}},     // float quads and a tail
+      {Layout::kNTC, 128, 16, {4, 16, 128}},
+      {Layout::kNC, 256, 32, {32, 256}},
+      {Layout::kNC, 200, 40, {32, 200}},    // run-time group length
+      {Layout::kNC, 48, 3, {64, 48}},       // scalar groups
+      {Layout::kNHWC, 32, 8, {2, 5, 5, 32}},
+      {Layout::kNCHW, 16, 8, {2, 16, 23, 25}},  // more positions than one chunk, odd tail
+      {Layout::kNCHW, 12, 4, {3, 12, 7, 9}},
+      {Layout::kNCL, 24, 6, {2, 24, 601}},
+  };
+}
+
+std::string offset_name(const OffsetCase& c) {
+  std::string s = to_string(c.layout) + "_C" + std::to_string(c.C) + "_g" + std::to_string(c.g);
+  for (auto d : c.shape) s += "_" + std::to_string(d);
+  return s;
+}
+
+double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  const double scale = want.abs().max().item<double>();
+  return (got.to(torch::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
+}
+
+class OffsetParity : public ::testing::TestWithParam<OffsetCase> {};
+
+TEST_P(OffsetParity, ErrorDoesNotGrowWithTheOffset) {
+  const OffsetCase& c = GetParam();
+  for (torch::Dtype dtype : {torch::kFloat, torch::kDouble}) {
+    // float32: a few units of 2^-24 on each centred value and on the sums of
+    // the backward; float64 likewise at 2^-53.
+    const double tol = dtype == torch::kFloat ? 4e-6 : 1e-14;
+    for (double a : {0.0, 1.0, 1e2, 1e4, 1e6}) {
+      SCOPED_TRACE(std::string(dtype == torch::kFloat ? "float32" : "float64") + ", offset " + std::to_string(a));
+      torch::manual_seed(13);
+      const auto opts = torch::TensorOptions().dtype(dtype);
+      const torch::Tensor x0 = a + 0.1 * torch::randn(c.shape, opts);
+      const torch::Tensor w = (torch::rand({c.C}, opts) + 0.5).requires_grad_();
+      const torch::Tensor b = torch::randn({c.C}, opts).requires_grad_();
+      const torch::Tensor dy = torch::randn(c.shape, opts);
+      const auto options = ParallelLNOptions(c.C, c.g).layout(c.layout);
+      ASSERT_TRUE(detail::uses_fused_kernels(x0, options));
+
+      const torch::Tensor x = x0.clone().requires_grad_();
+      const torch::Tensor y = functional::parallel_ln(x, options, w, b);
+      y.backward(dy);
+      const torch::Tensor xr = (x0.to(torch::kDouble) - a).requires_grad_();
+      const torch::Tensor wr = w.detach().to(torch::kDouble).requires_grad_();
+      const torch::Tensor br = b.detach().to(torch::kDouble).requires_grad_();
+      const torch::Tensor yr = reference(xr, c.C, c.g, c.layout, true, 1e-5, 2.0, wr, br);
+      yr.backward(dy.to(torch::kDouble));
+
+      EXPECT_LT(relative_error(y, yr), tol) << "output";
+      EXPECT_LT(relative_error(x.grad(), xr.grad()), tol) << "dx";
+      EXPECT_LT(relative_error(w.grad(), wr.grad()), tol) << "dweight";
+      EXPECT_LT(relative_error(b.grad(), br.grad()), tol) << "dbias";
+      // The forward without saved statistics (no gradient wanted) takes its own kernels.
+      torch::NoGradGuard no_grad;
+      EXPECT_LT(relative_error(functional::parallel_ln(x0, options, w, b), yr), tol) << "inference output";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Offsets, OffsetParity, ::testing::ValuesIn(offset_cases()),
+                         [](const ::testing::TestParamInfo<OffsetCase>& info) { return offset_name(info.param); });
+
 TEST(Forward, MatchesScalarLoops) {
   torch::manual_seed(2);
   const torch::Tensor x = torch::randn({2, 12, 3, 5}, torch::kDouble);
@@ -143,14 +225,19 @@ TEST(Forward, LargeOffsetKeepsPrecision) {
 }
 
 TEST(Forward, LargeNchwOutputMatchesReference) {
-  // Above 16 MiB the NCHW kernel writes its output with non-temporal stores.
+  // Above 16 MiB the NCHW kernels write y and dx with non-temporal stores.
   torch::manual_seed(12);
-  const torch::Tensor x = torch::randn({2, 32, 256, 260});
+  const torch::Tensor x = torch::randn({2, 32, 256, 260}).requires_grad_();
   ASSERT_GE(x.numel() * 4, 16 << 20);
   const auto w = torch::rand({32}) + 0.5, b = torch::randn({32});
   const auto y = functional::parallel_ln(x, ParallelLNOptions(32, 8), w, b);
-  const auto yr = reference(x, 32, 8, Layout::kNCHW, true, 1e-5, 2.0, w, b);
+  const auto xr = x.detach().clone().requires_grad_();
+  const auto yr = reference(xr, 32, 8, Layout::kNCHW, true, 1e-5, 2.0, w, b);
   EXPECT_LT((y - yr).abs().max().item<float>(), 1e-4);
+  const auto dy = torch::randn_like(yr);
+  y.backward(dy);
+  yr.backward(dy);
+  EXPECT_LT((x.grad() - xr.grad()).abs().max().item<float>(), 1e-3);
 }
 
 TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {

@@ -117,12 +117,20 @@ struct ScalarIO {
   }
 };
 
+// v - mean(v), from values shifted by the group's first one: at a common
+// offset much larger than the spread, v - v[0] is exact and its mean keeps
+// the precision that mean(v) would round away (see src/cpu/kernels.cpp).
 template <int64_t G, typename V>
 inline void remove_mean(V* v, int64_t g, bool centering) {
   if (!centering) return;
   const int64_t n = Size<G>::get(g);
-  V mean = v[0];
-  for (int64_t i = 1; i < n; ++i) mean = mean + v[i];
+  const V shift = v[0];
+  V mean(0.0);
+  for (int64_t i = 1; i < n; ++i) {
+    v[i] = v[i] - shift;
+    mean = mean + v[i];
+  }
+  v[0] = V(0.0);
   mean = mean * V(1.0 / double(n));
   for (int64_t i = 0; i < n; ++i) v[i] = v[i] - mean;
 }

@@ -1,7 +1,15 @@
 // Fused Parallel LN kernels. Compiled once per capability with PLN_CPU_NS set to
-// its namespace (base: the compiler's default target; avx2: -mavx2 -mfma and
-// reassociated float reductions; avx512: avx2 plus AVX-512 F/DQ/VL/BW, see
-// CMakeLists.txt).
+// its namespace (base: the compiler's default target; avx2: -mavx2 -mfma;
+// avx512: avx2 plus AVX-512 F/DQ/VL/BW, see CMakeLists.txt). Float arithmetic
+// is never reassociated: the centring below depends on its order.
+//
+// Centring (PLN): every kernel subtracts one of the group's own values, its
+// shift s, before anything else. x - s is exact when x and s are close (and
+// well-conditioned otherwise), so the mean m of the shifted values and the
+// centred values (x - s) - m keep float rounding of the centred values at any
+// common offset, where x - mean(x) would round at the offset's magnitude. The
+// forward saves mean = s + m (rounded); the backward re-centres x - mean on
+// the mean of its own values in the same way (see backward_chunk).
 //
 // Groups are small (often 4-16 features), so nothing here vectorises within
 // one group: the inner-strided kernels run along the contiguous position axis
@@ -43,6 +51,9 @@ inline T inv_sqrt(T v) {
 // ---------------------------------------------------------------- forward ---
 
 // One chunk of n positions of one group; row j of the group starts at x + j * stride.
+// Per position, with the shift s = x_0 (the group's first row):
+//   m = mean_j(x_j - s),  r = 1 / sqrt(mean_j(((x_j - s) - m)^2) + eps)
+//   y_j = ((x_j - s) - m) * r * w_j + b_j,  saved mean = s + m
 template <typename T, bool kCenter>
 void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const T* w,
                    const T* b, T* mean, T* rstd, T eps) {
@@ -50,16 +61,17 @@ void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const
   const T inv_g = T(1) / T(G);
   for (int64_t i = 0; i < n; ++i) m[i] = T(0), r[i] = T(0);
   if (kCenter) {
-    for (int64_t j = 0; j < G; ++j) {
+    for (int64_t j = 1; j < G; ++j) {
       const T* xj = x + j * stride;
-      for (int64_t i = 0; i < n; ++i) m[i] += xj[i];
+      for (int64_t i = 0; i < n; ++i) m[i] += xj[i] - x[i];
     }
     for (int64_t i = 0; i < n; ++i) m[i] *= inv_g;
   }
+  const auto centred = [&](const T* xj, int64_t i) { return kCenter ? (xj[i] - x[i]) - m[i] : xj[i]; };
   for (int64_t j = 0; j < G; ++j) {
     const T* xj = x + j * stride;
     for (int64_t i = 0; i < n; ++i) {
-      const T d = xj[i] - m[i];
+      const T d = centred(xj, i);
       r[i] += d * d;
     }
   }
@@ -68,9 +80,9 @@ void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const
     const T* xj = x + j * stride;
     T* yj = y + j * stride;
     const T wj = w[j], bj = b[j];
-    for (int64_t i = 0; i < n; ++i) yj[i] = (xj[i] - m[i]) * (r[i] * wj) + bj;
+    for (int64_t i = 0; i < n; ++i) yj[i] = centred(xj, i) * (r[i] * wj) + bj;
   }
-  for (int64_t i = 0; i < n; ++i) mean[i] = m[i], rstd[i] = r[i];
+  for (int64_t i = 0; i < n; ++i) mean[i] = kCenter ? x[i] + m[i] : T(0), rstd[i] = r[i];
 }
 
 #if PLN_HAVE_AVX2
@@ -99,8 +111,9 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
                         NextChunk next) {
   const int64_t nv = n / 8 * 8;
   if (nv > 0) {
-    // Centered statistics from values shifted by the group's first row: one
-    // pass, and the shift removes the cancellation of E[x^2] - E[x]^2.
+    // Centered statistics from values shifted by the group's first row, in
+    // one pass: the shift also removes the cancellation of E[x^2] - E[x]^2.
+    // s1 ends as m, the mean of the shifted values (see forward_chunk).
     alignas(32) float s1[kChunk], s2[kChunk];
     for (int64_t i = 0; i < nv; i += 8) {
       _mm256_store_ps(s1 + i, _mm256_setzero_ps());
@@ -129,10 +142,11 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
     for (int64_t i = 0; i < nv; i += 8) {
       __m256 mu = zero, var;
       if (kCenter) {
-        const __m256 shift = _mm256_mul_ps(_mm256_load_ps(s1 + i), inv_g);
-        var = _mm256_fnmadd_ps(shift, shift, _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g));
+        const __m256 m = _mm256_mul_ps(_mm256_load_ps(s1 + i), inv_g);
+        var = _mm256_fnmadd_ps(m, m, _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g));
         var = _mm256_max_ps(var, zero);
-        mu = _mm256_add_ps(shift, _mm256_loadu_ps(x + i));
+        mu = _mm256_add_ps(m, _mm256_loadu_ps(x + i));
+        _mm256_store_ps(s1 + i, m);
       } else {
         var = _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g);
       }
@@ -146,7 +160,10 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
       const __m256 wj = _mm256_set1_ps(w[j]), bj = _mm256_set1_ps(b[j]);
       for (int64_t i = 0; i < nv; i += 8) {
         if (i % 16 == 0 && i < next.n) _mm_prefetch(xj + next.offset + i, _MM_HINT_T1);
-        const __m256 xc = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(mean + i));
+        const __m256 xj_i = _mm256_loadu_ps(xj + i);
+        const __m256 xc =
+            kCenter ? _mm256_sub_ps(_mm256_sub_ps(xj_i, _mm256_loadu_ps(x + i)), _mm256_load_ps(s1 + i))
+                    : xj_i;
         const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(rstd + i), wj);
         if (kStream) {
           _mm256_stream_ps(yj + i, _mm256_fmadd_ps(xc, scale, bj));
@@ -191,12 +208,6 @@ struct Lanes<float> {
     const V hi = add(_mm256_shuffle_ps(q[2], q[3], 0x44), _mm256_shuffle_ps(q[2], q[3], 0xEE));
     return add(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
   }
-  // Lane l: lane l of v[l].
-  static V diagonal(const V* v) {
-    const V a = _mm256_blend_ps(v[0], v[1], 0xAA), b = _mm256_blend_ps(v[2], v[3], 0xAA);
-    const V c = _mm256_blend_ps(v[4], v[5], 0xAA), d = _mm256_blend_ps(v[6], v[7], 0xAA);
-    return _mm256_blend_ps(_mm256_blend_ps(a, b, 0xCC), _mm256_blend_ps(c, d, 0xCC), 0xF0);
-  }
 };
 
 template <>
@@ -220,9 +231,6 @@ struct Lanes<double> {
   // From [a0+a1, b0+b1 | a2+a3, b2+b3] and the same of (c, d).
   static V finish_transpose_sum(const V* q) {
     return add(_mm256_permute2f128_pd(q[0], q[1], 0x20), _mm256_permute2f128_pd(q[0], q[1], 0x31));
-  }
-  static V diagonal(const V* v) {
-    return _mm256_blend_pd(_mm256_blend_pd(v[0], v[1], 0xA), _mm256_blend_pd(v[2], v[3], 0xA), 0xC);
   }
 };
 
@@ -250,6 +258,24 @@ inline void transpose_sum2(const typename L::V* d, typename L::V& sum, typename 
   }
   sum = L::finish_transpose_sum(q1);
   sumsq = L::finish_transpose_sum(q2);
+}
+
+// Lane l: the sums of the lanes of g[l], of d[l] and of g[l] * d[l]; the first
+// transpose step of the products is shared as in transpose_sum2.
+template <typename L>
+inline void transpose_sum3(const typename L::V* g, const typename L::V* d, typename L::V& sum_g,
+                           typename L::V& sum_d, typename L::V& sum_gd) {
+  typename L::V q1[L::kLanes / 2], q2[L::kLanes / 2], q3[L::kLanes / 2];
+  for (int i = 0; i < L::kLanes / 2; ++i) {
+    const typename L::V glo = L::unpacklo(g[2 * i], g[2 * i + 1]), ghi = L::unpackhi(g[2 * i], g[2 * i + 1]);
+    const typename L::V dlo = L::unpacklo(d[2 * i], d[2 * i + 1]), dhi = L::unpackhi(d[2 * i], d[2 * i + 1]);
+    q1[i] = L::add(glo, ghi);
+    q2[i] = L::add(dlo, dhi);
+    q3[i] = L::fmadd(glo, dlo, L::mul(ghi, dhi));
+  }
+  sum_g = L::finish_transpose_sum(q1);
+  sum_d = L::finish_transpose_sum(q2);
+  sum_gd = L::finish_transpose_sum(q3);
 }
 
 // Float groups of 4 features are half a register, so eight of them (32
@@ -290,35 +316,47 @@ struct Quads {
   }
 };
 
-// Mean and 1/std of eight consecutive groups of 4 float features.
+// Mean and 1/std of eight consecutive groups of 4 float features; `shifted`
+// gets each group's mean less its first value (the shift, e[0]).
 template <bool kCenter>
-inline void stats_quads_avx2(const float* x, float* mean, float* rstd, float eps) {
+inline void stats_quads_avx2(const float* x, float* mean, float* shifted, float* rstd, float eps) {
   __m256 e[4];
   Quads::load(x, e);
   const __m256 quarter = _mm256_set1_ps(0.25f);
   __m256 m = _mm256_setzero_ps();
-  if (kCenter) m = _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3])), quarter);
-  __m256 v = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
+  if (kCenter) {
+    for (int i = 1; i < 4; ++i) e[i] = _mm256_sub_ps(e[i], e[0]);
+    m = _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(e[1], e[2]), e[3]), quarter);
+  }
+  __m256 v = kCenter ? _mm256_mul_ps(m, m) : _mm256_mul_ps(e[0], e[0]);
+  for (int i = 1; i < 4; ++i) {
     const __m256 d = _mm256_sub_ps(e[i], m);
     v = _mm256_fmadd_ps(d, d, v);
   }
   const __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f),
                                  _mm256_sqrt_ps(_mm256_fmadd_ps(v, quarter, _mm256_set1_ps(eps))));
-  _mm256_storeu_ps(mean, _mm256_permutevar8x32_ps(m, Quads::to_groups()));
+  if (kCenter) {
+    _mm256_storeu_ps(mean, _mm256_permutevar8x32_ps(_mm256_add_ps(e[0], m), Quads::to_groups()));
+    _mm256_storeu_ps(shifted, _mm256_permutevar8x32_ps(m, Quads::to_groups()));
+  } else {
+    _mm256_storeu_ps(mean, m);
+  }
   _mm256_storeu_ps(rstd, _mm256_permutevar8x32_ps(r, Quads::to_groups()));
 }
 
 // The output of eight consecutive groups of 4 float features from their
 // statistics: register i holds groups 2i and 2i + 1.
+template <bool kCenter>
 inline void apply_quads_avx2(const float* x, float* y, const float* w, const float* b,
-                             const float* mean, const float* rstd) {
-  const __m256 m8 = _mm256_loadu_ps(mean), r8 = _mm256_loadu_ps(rstd);
+                             const float* shifted, const float* rstd) {
+  const __m256 m8 = kCenter ? _mm256_loadu_ps(shifted) : _mm256_setzero_ps(), r8 = _mm256_loadu_ps(rstd);
   for (int i = 0; i < 4; ++i) {
     const int lo = 2 * i, hi = 2 * i + 1;
     const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
     const __m256 m = _mm256_permutevar8x32_ps(m8, pick), r = _mm256_permutevar8x32_ps(r8, pick);
-    const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * i), m), r);
+    __m256 xv = _mm256_loadu_ps(x + 8 * i);
+    if (kCenter) xv = _mm256_sub_ps(_mm256_sub_ps(xv, _mm256_permute_ps(xv, 0x00)), m);
+    const __m256 xn = _mm256_mul_ps(xv, r);
     const __m256 out = _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + 8 * i), _mm256_loadu_ps(b + 8 * i));
     _mm256_storeu_ps(y + 8 * i, out);
   }
@@ -334,9 +372,15 @@ inline void backward_quads_avx2(const float* dy, const float* x, const float* me
   const __m256 m = _mm256_permutevar8x32_ps(_mm256_loadu_ps(mean), Quads::to_lanes());
   const __m256 r = _mm256_permutevar8x32_ps(_mm256_loadu_ps(rstd), Quads::to_lanes());
   __m256 yv[4], gy[4];
+  for (int i = 0; i < 4; ++i) yv[i] = _mm256_sub_ps(xe[i], m);
+  if (kCenter) {  // re-centred (see backward_chunk)
+    const __m256 b = _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(yv[0], yv[1]), _mm256_add_ps(yv[2], yv[3])),
+                                   _mm256_set1_ps(0.25f));
+    for (int i = 0; i < 4; ++i) yv[i] = _mm256_sub_ps(yv[i], b);
+  }
   __m256 a = _mm256_setzero_ps(), c = _mm256_setzero_ps();
   for (int i = 0; i < 4; ++i) {
-    yv[i] = _mm256_mul_ps(_mm256_sub_ps(xe[i], m), r);
+    yv[i] = _mm256_mul_ps(yv[i], r);
     gy[i] = _mm256_mul_ps(dye[i], we[i]);
     a = _mm256_add_ps(a, gy[i]);
     c = _mm256_fmadd_ps(gy[i], yv[i], c);
@@ -356,13 +400,14 @@ inline void backward_quads_avx2(const float* dy, const float* x, const float* me
 }
 
 // Mean and 1/std of kLanes consecutive groups of G = kLanes * V contiguous
-// features (kV = 0: V at run time), in one pass over values shifted by one
-// value of their group (lane l of the group's first register, so the shifts
-// of all groups are one blend away): the shift removes the cancellation of
-// E[x^2] - E[x]^2. Transposing sums cost shuffles, the scarce resource here,
-// so a group of one register (V = 1) shares them between both sums.
+// features (kV = 0: V at run time), in one pass over values shifted by their
+// group's first value: the shift also removes the cancellation of E[x^2] -
+// E[x]^2. `shifted` gets the mean of the shifted values, which the output
+// pass subtracts after the shift; the true mean is completed there.
+// Transposing sums cost shuffles, the scarce resource here, so a group of
+// one register (V = 1) shares them between both sums.
 template <typename T, bool kCenter, int kV>
-inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps) {
+inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T eps) {
   using L = Lanes<T>;
   using Vec = typename L::V;
   constexpr int kL = L::kLanes;
@@ -372,19 +417,18 @@ inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps)
   Vec first[kL], sum, sumsq;
 #pragma GCC unroll 8
   for (int l = 0; l < kL; ++l) first[l] = L::load(x + l * G);
-  const Vec shift = kCenter ? L::diagonal(first) : L::zero();
   if (kV == 1) {
     Vec d[kL];
 #pragma GCC unroll 8
     for (int l = 0; l < kL; ++l) {
-      d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G + l)) : first[l];
+      d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G)) : first[l];
     }
     transpose_sum2<L>(d, sum, sumsq);
   } else {
     Vec s1[kL], s2[kL];
 #pragma GCC unroll 8
     for (int l = 0; l < kL; ++l) {
-      const Vec shift_l = kCenter ? L::bcast(x + l * G + l) : L::zero();
+      const Vec shift_l = kCenter ? L::bcast(x + l * G) : L::zero();
       Vec a = L::zero(), q = L::zero();
       for (int64_t v = 0; v < V; ++v) {
         const Vec d = L::sub(v == 0 ? first[l] : L::load(x + l * G + kL * v), shift_l);
@@ -400,25 +444,27 @@ inline void stats_groups_avx2(const T* x, T* mean, T* rstd, int64_t V_rt, T eps)
   const Vec m_shifted = L::mul(sum, inv_g);
   Vec var = L::mul(sumsq, inv_g);
   if (kCenter) var = L::max(L::fnmadd(m_shifted, m_shifted, var), L::zero());
-  L::store(mean, kCenter ? L::add(m_shifted, shift) : L::zero());
+  L::store(shifted, kCenter ? m_shifted : L::zero());
   L::store(rstd, L::rsqrt(L::add(var, L::set1(eps))));
 }
 
 // The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:
-// V at run time) from their statistics.
-template <typename T, int kV>
-inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T* mean,
-                              const T* rstd, int64_t NG, int64_t V_rt) {
+// V at run time) from their statistics, and their means.
+template <typename T, bool kCenter, int kV>
+inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T* shifted,
+                              const T* rstd, T* mean, int64_t NG, int64_t V_rt) {
   using L = Lanes<T>;
   using Vec = typename L::V;
   constexpr int kL = L::kLanes;
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = kL * V;
   for (int64_t k = 0; k < NG; ++k) {
-    const Vec mu = L::bcast(mean + k), r = L::bcast(rstd + k);
+    const Vec s = L::bcast(x + k * G), m = L::bcast(shifted + k), r = L::bcast(rstd + k);
+    mean[k] = kCenter ? x[k * G] + shifted[k] : T(0);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t c = k * G + kL * v;
-      const Vec xn = L::mul(L::sub(L::load(x + c), mu), r);
+      const Vec xc = kCenter ? L::sub(L::sub(L::load(x + c), s), m) : L::load(x + c);
+      const Vec xn = L::mul(xc, r);
       L::store(y + c, L::fmadd(xn, L::load(w + c), L::load(b + c)));
     }
   }
@@ -482,23 +528,24 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
   if (kCenter) {
     var = _mm512_max_ps(_mm512_fnmadd_ps(m_shifted, m_shifted, var), _mm512_setzero_ps());
   }
-  const __m512 m = kCenter ? _mm512_add_ps(m_shifted, shift) : _mm512_setzero_ps();
   const __m512 rs = _mm512_div_ps(_mm512_set1_ps(1.0f),
                                   _mm512_sqrt_ps(_mm512_add_ps(var, _mm512_set1_ps(eps))));
   if (kSaveStats) {
     const __m512i to_groups =
         _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512 m = kCenter ? _mm512_add_ps(m_shifted, shift) : _mm512_setzero_ps();
     _mm512_storeu_ps(mean, _mm512_permutexvar_ps(to_groups, m));
     _mm512_storeu_ps(rstd, _mm512_permutexvar_ps(to_groups, rs));
   }
-  // y = (x * rstd - mean * rstd) * w + b, with rstd and -mean * rstd spread
-  // over each group's lanes.
-  const __m512 neg_mr = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), m), rs);
+  // y = ((x - shift) * rstd - m_shifted * rstd) * w + b, with rstd and
+  // -m_shifted * rstd spread over each group's lanes.
+  const __m512 neg_mr = kCenter ? _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), m_shifted), rs)
+                                : _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
     const __m512i spread = _mm512_setr_epi32(e, e, e, e, e, e, e, e, e + 8, e + 8, e + 8, e + 8,
                                              e + 8, e + 8, e + 8, e + 8);
-    const __m512 xn = _mm512_fmadd_ps(r[e], _mm512_permutexvar_ps(spread, rs),
+    const __m512 xn = _mm512_fmadd_ps(d[e], _mm512_permutexvar_ps(spread, rs),
                                       _mm512_permutexvar_ps(spread, neg_mr));
     _mm512_storeu_ps(y + 16 * e,
                      _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e)));
@@ -515,15 +562,17 @@ void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w,
   const T inv_g = T(1) / T(G);
   for (int64_t k = 0; k < ngroups; ++k) {
     const T* xk = x + k * G;
+    // As forward_chunk, with the shift s = xk[0].
     T m = T(0), v = T(0);
     if (kCenter) {
-      for (int64_t j = 0; j < G; ++j) m += xk[j];
+      for (int64_t j = 1; j < G; ++j) m += xk[j] - xk[0];
       m *= inv_g;
     }
-    for (int64_t j = 0; j < G; ++j) v += (xk[j] - m) * (xk[j] - m);
+    const auto centred = [&](int64_t j) { return kCenter ? (xk[j] - xk[0]) - m : xk[j]; };
+    for (int64_t j = 0; j < G; ++j) v += centred(j) * centred(j);
     const T r = inv_sqrt(v * inv_g + eps);
-    for (int64_t j = 0; j < G; ++j) y[k * G + j] = (xk[j] - m) * (r * w[k * G + j]) + b[k * G + j];
-    mean[k] = m;
+    for (int64_t j = 0; j < G; ++j) y[k * G + j] = centred(j) * (r * w[k * G + j]) + b[k * G + j];
+    mean[k] = kCenter ? xk[0] + m : T(0);
     rstd[k] = r;
   }
 }
@@ -535,9 +584,10 @@ void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w,
 // kernel's blocks are twice as large and keep their values in registers for
 // the output, so it finishes each block in turn (measured no slower).
 // save_stats: mean and rstd are wanted after the call (not a scratch).
+// `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
 template <typename T, bool kCenter>
 void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                 T* rstd, T eps, bool save_stats) {
+                 T* rstd, T* shifted, T eps, bool save_stats) {
   int64_t k = 0;
 #if PLN_HAVE_AVX512
   if constexpr (std::is_same_v<T, float>) {
@@ -556,9 +606,11 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
   const int64_t k0 = k;  // the AVX2 kernels start here
   if constexpr (std::is_same_v<T, float>) {
     if (G == 4) {
-      for (; k + 8 <= NG; k += 8) stats_quads_avx2<kCenter>(x + 4 * k, mean + k, rstd + k, eps);
+      for (; k + 8 <= NG; k += 8) {
+        stats_quads_avx2<kCenter>(x + 4 * k, mean + k, shifted + k, rstd + k, eps);
+      }
       for (int64_t q = k0; q < k; q += 8) {
-        apply_quads_avx2(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, mean + q, rstd + q);
+        apply_quads_avx2<kCenter>(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, shifted + q, rstd + q);
       }
     }
   }
@@ -568,10 +620,10 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
     const auto row = [&](auto v_const) {
       constexpr int kV = decltype(v_const)::value;
       for (; k + kL <= NG; k += kL) {
-        stats_groups_avx2<T, kCenter, kV>(x + k * G, mean + k, rstd + k, V, eps);
+        stats_groups_avx2<T, kCenter, kV>(x + k * G, shifted + k, rstd + k, V, eps);
       }
-      apply_groups_avx2<T, kV>(x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G, mean + k0,
-                               rstd + k0, k - k0, V);
+      apply_groups_avx2<T, kCenter, kV>(x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G,
+                                        shifted + k0, rstd + k0, mean + k0, k - k0, V);
     };
     switch (V) {
       case 1: row(std::integral_constant<int, 1>()); break;
@@ -600,12 +652,12 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
     const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
     at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
       // Without saved statistics, each row's go to a scratch that stays in L1.
-      std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * NG));
+      std::vector<T> scratch(static_cast<size_t>(mean ? NG : 3 * NG));
       for (int64_t o = begin; o < end; ++o) {
-        T* mean_o = mean ? mean + o * NG : scratch.data();
-        T* rstd_o = rstd ? rstd + o * NG : scratch.data() + NG;
-        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, eps,
-                                mean != nullptr);
+        T* mean_o = mean ? mean + o * NG : scratch.data() + NG;
+        T* rstd_o = rstd ? rstd + o * NG : scratch.data() + 2 * NG;
+        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(),
+                                eps, mean != nullptr);
       }
     });
     return;
@@ -651,6 +703,11 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
 // With y = (x - mean) * rstd and gy = dy * weight, per group:
 //   dx = rstd * (gy - mean_j(gy) - y * mean_j(gy * y))   (PLS drops mean_j(gy))
 //   dweight[c] = sum dy * y,  dbias[c] = sum dy  over all positions.
+//
+// The saved mean m~ is rounded at the offset's magnitude, so y is taken from
+// d = x - m~ re-centred on its own mean b = mean_j(d) (zero but for m~'s
+// rounding; PLS: b = 0):
+//   y = (d - b) * rstd,  mean_j(gy * y) = rstd * (mean_j(gy * d) - b * mean_j(gy))
 
 // Per-thread [C] partial sums for dweight and dbias, added up at the end.
 struct ParamGradPartials {
@@ -674,40 +731,145 @@ struct ParamGradPartials {
   std::vector<double> sums;
 };
 
+// The per-row sums for dweight/dbias go into kSumLanes partial sums, one per
+// position modulo kSumLanes: the compiler vectorises these without
+// reassociating float arithmetic (which would undo the centring above).
+constexpr int64_t kSumLanes = 16;
+
 template <typename T, bool kCenter>
 void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t G,
                     const T* mean, const T* rstd, const T* w, T* dx, double* dw, double* db) {
-  T a[kChunk], c[kChunk];
+  // a: mean_j(gy), b: mean_j(d), c: mean_j(gy * y), per position.
+  T a[kChunk], b[kChunk], c[kChunk];
   const T inv_g = T(1) / T(G);
-  for (int64_t i = 0; i < n; ++i) a[i] = T(0), c[i] = T(0);
+  for (int64_t i = 0; i < n; ++i) a[i] = T(0), b[i] = T(0), c[i] = T(0);
   for (int64_t j = 0; j < G; ++j) {
     const T* xj = x + j * stride;
     const T* dyj = dy + j * stride;
     const T wj = w[j];
-    T sum_dyy = T(0), sum_dy = T(0);
     for (int64_t i = 0; i < n; ++i) {
-      const T yv = (xj[i] - mean[i]) * rstd[i];
+      const T d = xj[i] - mean[i];
       const T gy = dyj[i] * wj;
       a[i] += gy;
-      c[i] += gy * yv;
-      sum_dyy += dyj[i] * yv;
-      sum_dy += dyj[i];
+      if (kCenter) b[i] += d;
+      c[i] += gy * d;
     }
-    if (dw) dw[j] += sum_dyy, db[j] += sum_dy;
   }
-  if (!dx) return;
-  for (int64_t i = 0; i < n; ++i) a[i] = kCenter ? a[i] * inv_g : T(0), c[i] *= inv_g;
+  for (int64_t i = 0; i < n; ++i) {
+    const T mean_gy = a[i] * inv_g, mean_d = kCenter ? b[i] * inv_g : T(0);
+    c[i] = rstd[i] * (c[i] * inv_g - mean_d * mean_gy);
+    a[i] = kCenter ? mean_gy : T(0);
+    b[i] = mean_d;
+  }
   for (int64_t j = 0; j < G; ++j) {
     const T* xj = x + j * stride;
     const T* dyj = dy + j * stride;
-    T* dxj = dx + j * stride;
+    T* dxj = dx ? dx + j * stride : nullptr;
     const T wj = w[j];
-    for (int64_t i = 0; i < n; ++i) {
-      const T yv = (xj[i] - mean[i]) * rstd[i];
-      dxj[i] = rstd[i] * (dyj[i] * wj - a[i] - yv * c[i]);
+    T sum_dyy[kSumLanes] = {}, sum_dy[kSumLanes] = {};
+    const auto position = [&](int64_t i, int64_t lane) {
+      const T yv = ((xj[i] - mean[i]) - b[i]) * rstd[i];
+      if (dxj) dxj[i] = rstd[i] * (dyj[i] * wj - a[i] - yv * c[i]);
+      sum_dyy[lane] += dyj[i] * yv;
+      sum_dy[lane] += dyj[i];
+    };
+    int64_t i = 0;
+    for (; i + kSumLanes <= n; i += kSumLanes) {
+      for (int64_t l = 0; l < kSumLanes; ++l) position(i + l, l);
+    }
+    for (; i < n; ++i) position(i, 0);
+    if (dw) {
+      for (int64_t l = 0; l < kSumLanes; ++l) dw[j] += sum_dyy[l], db[j] += sum_dy[l];
     }
   }
 }
+
+#if PLN_HAVE_AVX2
+// backward_chunk eight float positions at a time. The first pass walks the
+// group's rows four at a time, so the per-position sums are loaded and stored
+// once per four rows; the second pass prefetches the task's next chunk into
+// L2 (as forward_chunk_avx2) and, with kStream, writes dx around the cache.
+// Per position, the second pass's constants: nbr = -b * rstd (so that
+// y = d * rstd + nbr in one rounding), ra = -rstd * mean_j(gy) and
+// rc = rstd * mean_j(gy * y):  dx = rstd * gy + ra - y * rc.
+template <bool kCenter, bool kStream>
+void backward_chunk_avx2(const float* dy, const float* x, int64_t stride, int64_t n, int64_t G,
+                         const float* mean, const float* rstd, const float* w, float* dx,
+                         double* dw, double* db, NextChunk next) {
+  const int64_t nv = n / 8 * 8;
+  if (nv > 0) {
+    alignas(32) float ra[kChunk], nbr[kChunk], rc[kChunk];
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t j0 = 0; j0 < G; j0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, G - j0);
+      for (int64_t i = 0; i < nv; i += 8) {
+        const __m256 m = _mm256_loadu_ps(mean + i);
+        __m256 a = j0 ? _mm256_load_ps(ra + i) : zero;
+        __m256 b = j0 ? _mm256_load_ps(nbr + i) : zero;
+        __m256 c = j0 ? _mm256_load_ps(rc + i) : zero;
+        for (int64_t j = j0; j < j0 + rows; ++j) {
+          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j * stride + i), m);
+          const __m256 gy = _mm256_mul_ps(_mm256_loadu_ps(dy + j * stride + i), _mm256_set1_ps(w[j]));
+          a = _mm256_add_ps(a, gy);
+          if (kCenter) b = _mm256_add_ps(b, d);
+          c = _mm256_fmadd_ps(gy, d, c);
+        }
+        _mm256_store_ps(ra + i, a);
+        _mm256_store_ps(nbr + i, b);
+        _mm256_store_ps(rc + i, c);
+      }
+    }
+    const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
+    for (int64_t i = 0; i < nv; i += 8) {
+      const __m256 r = _mm256_loadu_ps(rstd + i);
+      const __m256 mean_gy = _mm256_mul_ps(_mm256_load_ps(ra + i), inv_g);
+      const __m256 mean_d = kCenter ? _mm256_mul_ps(_mm256_load_ps(nbr + i), inv_g) : zero;
+      const __m256 c = _mm256_fnmadd_ps(mean_d, mean_gy, _mm256_mul_ps(_mm256_load_ps(rc + i), inv_g));
+      _mm256_store_ps(ra + i, kCenter ? _mm256_sub_ps(zero, _mm256_mul_ps(r, mean_gy)) : zero);
+      _mm256_store_ps(nbr + i, _mm256_sub_ps(zero, _mm256_mul_ps(mean_d, r)));
+      _mm256_store_ps(rc + i, _mm256_mul_ps(_mm256_mul_ps(r, c), r));
+    }
+    for (int64_t j = 0; j < G; ++j) {
+      const float* xj = x + j * stride;
+      const float* dyj = dy + j * stride;
+      float* dxj = dx ? dx + j * stride : nullptr;
+      const __m256 wj = _mm256_set1_ps(w[j]);
+      __m256 sum_dyy = zero, sum_dy = zero;
+      for (int64_t i = 0; i < nv; i += 8) {
+        if (i % 16 == 0 && i < next.n) {
+          _mm_prefetch(xj + next.offset + i, _MM_HINT_T1);
+          _mm_prefetch(dyj + next.offset + i, _MM_HINT_T1);
+        }
+        const __m256 r = _mm256_loadu_ps(rstd + i);
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(mean + i));
+        const __m256 yv = _mm256_fmadd_ps(d, r, _mm256_load_ps(nbr + i));
+        const __m256 dyv = _mm256_loadu_ps(dyj + i);
+        if (dxj) {
+          const __m256 t = _mm256_fmadd_ps(r, _mm256_mul_ps(dyv, wj), _mm256_load_ps(ra + i));
+          const __m256 v = _mm256_fnmadd_ps(yv, _mm256_load_ps(rc + i), t);
+          if (kStream) {
+            _mm256_stream_ps(dxj + i, v);
+          } else {
+            _mm256_storeu_ps(dxj + i, v);
+          }
+        }
+        sum_dyy = _mm256_fmadd_ps(dyv, yv, sum_dyy);
+        sum_dy = _mm256_add_ps(sum_dy, dyv);
+      }
+      if (dw) {
+        alignas(32) float p[8], q[8];
+        _mm256_store_ps(p, sum_dyy);
+        _mm256_store_ps(q, sum_dy);
+        for (int l = 0; l < 8; ++l) dw[j] += p[l], db[j] += q[l];
+      }
+    }
+  }
+  if (nv < n) {
+    backward_chunk<float, kCenter>(dy + nv, x + nv, stride, n - nv, G, mean + nv, rstd + nv, w,
+                                   dx ? dx + nv : nullptr, dw, db);
+  }
+}
+#endif  // PLN_HAVE_AVX2
 
 template <typename T, bool kCenter, int kG = 0>
 void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T* mean,
@@ -724,40 +886,62 @@ inline void backward_groups_avx2(const T* dy, const T* x, const T* mean, const T
   constexpr int kL = L::kLanes;
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = kL * V;
-  Vec sum_gy[kL], sum_gyy[kL];
+  // Per group (lane l after the transposing sums): sum gy, sum d and sum gy * d
+  // with d = x - mean; see backward_chunk. A group of one register (V = 1)
+  // shares the first transpose step between the three.
+  Vec sum_gy[kL], sum_gyd[kL], sum_d[kL];
+#pragma GCC unroll 8
+  for (int l = 0; l < kL; ++l) {
+    const Vec mu_l = L::bcast(mean + l);
+    Vec a = L::zero(), c = L::zero(), e = L::zero();
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t o = l * G + kL * v;
+      const Vec d = L::sub(L::load(x + o), mu_l);
+      const Vec gy = L::mul(L::load(dy + o), L::load(w + o));
+      if (kV == 1) {
+        a = gy, e = d;
+      } else {
+        a = L::add(a, gy);
+        c = L::fmadd(gy, d, c);
+        if (kCenter) e = L::add(e, d);
+      }
+    }
+    sum_gy[l] = a;
+    sum_gyd[l] = c;
+    sum_d[l] = e;
+  }
+  Vec total_gy, total_d, total_gyd;
+  if (kV == 1) {
+    transpose_sum3<L>(sum_gy, sum_d, total_gy, total_d, total_gyd);
+  } else {
+    total_gy = transpose_sum<L>(sum_gy);
+    total_d = kCenter ? transpose_sum<L>(sum_d) : L::zero();
+    total_gyd = transpose_sum<L>(sum_gyd);
+  }
+  const Vec inv_g = L::set1(T(1) / T(G));
+  const Vec mean_gy = L::mul(total_gy, inv_g);
+  const Vec mean_d = kCenter ? L::mul(total_d, inv_g) : L::zero();
+  const Vec mean_gyy = L::mul(L::load(rstd), L::fnmadd(mean_d, mean_gy, L::mul(total_gyd, inv_g)));
+  alignas(32) T a_[kL], b_[kL], c_[kL];
+  L::store(a_, kCenter ? mean_gy : L::zero());
+  L::store(b_, mean_d);
+  L::store(c_, mean_gyy);
 #pragma GCC unroll 8
   for (int l = 0; l < kL; ++l) {
     const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
-    Vec a = L::zero(), c = L::zero();
+    const Vec a_l = L::bcast(a_ + l), b_l = L::bcast(b_ + l), c_l = L::bcast(c_ + l);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t o = l * G + kL * v;
       const Vec dyv = L::load(dy + o);
-      const Vec yv = L::mul(L::sub(L::load(x + o), mu_l), r_l);
-      const Vec gy = L::mul(dyv, L::load(w + o));
-      a = L::add(a, gy);
-      c = L::fmadd(gy, yv, c);
+      const Vec yv = L::mul(L::sub(L::sub(L::load(x + o), mu_l), b_l), r_l);
+      if (dx) {
+        const Vec gy = L::mul(dyv, L::load(w + o));
+        L::store(dx + o, L::mul(r_l, L::fnmadd(yv, c_l, L::sub(gy, a_l))));
+      }
       if (dw) {
         L::store(dw + o, L::fmadd(dyv, yv, L::load(dw + o)));
         L::store(db + o, L::add(dyv, L::load(db + o)));
       }
-    }
-    sum_gy[l] = a;
-    sum_gyy[l] = c;
-  }
-  if (!dx) return;
-  const Vec inv_g = L::set1(T(1) / T(G));
-  alignas(32) T mean_gy[kL], mean_gyy[kL];
-  L::store(mean_gy, kCenter ? L::mul(transpose_sum<L>(sum_gy), inv_g) : L::zero());
-  L::store(mean_gyy, L::mul(transpose_sum<L>(sum_gyy), inv_g));
-#pragma GCC unroll 8
-  for (int l = 0; l < kL; ++l) {
-    const Vec mu_l = L::bcast(mean + l), r_l = L::bcast(rstd + l);
-    const Vec a_l = L::bcast(mean_gy + l), c_l = L::bcast(mean_gyy + l);
-    for (int64_t v = 0; v < V; ++v) {
-      const int64_t o = l * G + kL * v;
-      const Vec yv = L::mul(L::sub(L::load(x + o), mu_l), r_l);
-      const Vec gy = L::mul(L::load(dy + o), L::load(w + o));
-      L::store(dx + o, L::mul(r_l, L::fnmadd(yv, c_l, L::sub(gy, a_l))));
     }
   }
 }
@@ -811,22 +995,25 @@ void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T*
   const int64_t G = kG ? kG : G_rt;
   const T inv_g = T(1) / T(G);
   for (int64_t k = 0; k < NG; ++k) {
+    // As backward_chunk, for one group.
     const int64_t o = k * G;
     const T m = mean[k], r = rstd[k];
-    T a = T(0), c = T(0);
+    T a = T(0), b = T(0), c = T(0);
     for (int64_t j = 0; j < G; ++j) {
-      const T yv = (x[o + j] - m) * r;
+      const T d = x[o + j] - m;
       const T gy = dy[o + j] * w[o + j];
       a += gy;
-      c += gy * yv;
-      if (dw) dw[o + j] += dy[o + j] * yv, db[o + j] += dy[o + j];
+      if (kCenter) b += d;
+      c += gy * d;
     }
-    if (!dx) continue;
-    a = kCenter ? a * inv_g : T(0);
-    c *= inv_g;
+    a *= inv_g;
+    b = kCenter ? b * inv_g : T(0);
+    c = r * (c * inv_g - b * a);
+    if (!kCenter) a = T(0);
     for (int64_t j = 0; j < G; ++j) {
-      const T yv = (x[o + j] - m) * r;
-      dx[o + j] = r * (dy[o + j] * w[o + j] - a - yv * c);
+      const T yv = ((x[o + j] - m) - b) * r;
+      if (dx) dx[o + j] = r * (dy[o + j] * w[o + j] - a - yv * c);
+      if (dw) dw[o + j] += dy[o + j] * yv, db[o + j] += dy[o + j];
     }
   }
 }
@@ -856,6 +1043,8 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
       });
     } else {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+      const bool stream = dx && I % 8 == 0 && reinterpret_cast<uintptr_t>(dx) % 32 == 0 &&
+                          g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
       at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
         double* dw = partials.dweight();
         double* db = partials.dbias();
@@ -864,12 +1053,29 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
           const int64_t off = (o * C + k * G) * I;
           for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
             const int64_t n = std::min(kChunk, I - i0);
+            double* dw_k = dw ? dw + k * G : nullptr;
+            double* db_k = db ? db + k * G : nullptr;
+            T* dx_s = dx ? dx + off + i0 : nullptr;
+#if PLN_HAVE_AVX2
+            if constexpr (std::is_same_v<T, float>) {
+              const NextChunk next = next_chunk(i0, I, G, s + 1 < end);
+              if (stream) {
+                backward_chunk_avx2<kCenter, true>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
+                                                   rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k, next);
+              } else {
+                backward_chunk_avx2<kCenter, false>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
+                                                    rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k, next);
+              }
+              continue;
+            }
+#endif
             backward_chunk<T, kCenter>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
-                                       rstd + s * I + i0, w + k * G,
-                                       dx ? dx + off + i0 : nullptr, dw ? dw + k * G : nullptr,
-                                       db ? db + k * G : nullptr);
+                                       rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k);
           }
         }
+#if PLN_HAVE_AVX2
+        if (stream) _mm_sfence();  // order the non-temporal stores before the join
+#endif
       });
     }
   }
