@@ -366,7 +366,9 @@ TEST(Device, AmpIsBf16OnCudaOnly) {
   EXPECT_NE(error_of([&] { config_amp_bf16(Config{{"amp", "fp8"}}, torch::kCPU, "vit"); }).find("amp must be one of none|bf16, got 'fp8'"),
             std::string::npos);
   EXPECT_FALSE(config_amp_bf16(Config{{"amp", "none"}}, torch::kCPU, "vit"));
-  if (torch::cuda::device_count() > 0) EXPECT_TRUE(config_amp_bf16(c, torch::Device(torch::kCUDA, 0), "cnn"));
+  if (torch::cuda::device_count() > 0) {
+    EXPECT_TRUE(config_amp_bf16(c, torch::Device(torch::kCUDA, 0), "cnn"));
+  }
 }
 
 // Every family takes a device key; a device this machine lacks fails before

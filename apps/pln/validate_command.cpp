@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 struct ValidateArgs {
   std::string out;
-  std::string tests;
+  std::vector<std::string> tests;
   std::vector<std::string> check;
   int jobs = 2;
   bool skip_tests = false;
@@ -42,18 +42,26 @@ void validate(const ValidateArgs& args) {
   fmt::print("pln validate: results in {}\n", out.string());
 
   if (!args.skip_tests) {
-    const fs::path tests = args.tests.empty() ? exp::self_executable().parent_path().parent_path() / "tests" / "pln_tests"
-                                              : fs::path(args.tests);
-    if (!fs::exists(tests)) {
-      failures.push_back(fmt::format("unit tests: {} not found (build target pln_tests, or pass --tests PATH)", tests.string()));
-    } else {
+    std::vector<fs::path> binaries(args.tests.begin(), args.tests.end());
+    if (binaries.empty()) {
+      const fs::path dir = exp::self_executable().parent_path().parent_path() / "tests";
+      binaries = {dir / "pln_library_tests", dir / "pln_experiment_tests"};
+    }
+    for (const auto& tests : binaries) {
+      const std::string name = tests.filename().string();
+      if (!fs::exists(tests)) {
+        failures.push_back(fmt::format("unit tests: {} not found (build the tests, or pass --tests PATH...)",
+                                       tests.string()));
+        continue;
+      }
       fmt::print("unit tests: {} ... ", tests.string());
       std::fflush(stdout);
-      const int code = exp::run_process({tests.string(), "--gtest_brief=1"}, out / "unit_tests.log");
+      const fs::path log = out / (name + ".log");
+      const int code = exp::run_process({tests.string(), "--gtest_brief=1"}, log);
       fmt::print("{}\n", code == 0 ? "passed" : "FAILED");
       if (code != 0) {
-        failures.push_back(fmt::format("unit tests failed (exit {}), see {}:\n{}", code,
-                                       (out / "unit_tests.log").string(), exp::tail_of(out / "unit_tests.log", 15)));
+        failures.push_back(fmt::format("unit tests {} failed (exit {}), see {}:\n{}", name, code, log.string(),
+                                       exp::tail_of(log, 15)));
       }
     }
   }
@@ -111,7 +119,9 @@ void add_validate_command(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
   auto* cmd = app.add_subcommand("validate", "unit tests, every smoke preset, schema checks and figures, in minutes");
   cmd->add_option("--out", args->out, "where the smoke results go (default: a new temporary directory)");
-  cmd->add_option("--tests", args->tests, "the unit tests' binary (default: ../tests/pln_tests beside this program)");
+  cmd->add_option("--tests", args->tests,
+                  "the unit tests' binaries (default: ../tests/pln_library_tests and "
+                  "../tests/pln_experiment_tests beside this program)");
   cmd->add_option("--check", args->check, "also schema-check the results under these directories");
   cmd->add_option("--jobs", args->jobs, "worker processes for the smoke grids")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--skip-unit-tests", args->skip_tests, "do not run the unit tests' binary");

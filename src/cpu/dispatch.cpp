@@ -12,7 +12,7 @@ namespace {
 enum class Capability { kBase, kAvx2, kAvx512 };
 
 Capability best_supported() {
-#if defined(__x86_64__) || defined(__i386__)
+#if PLN_X86_KERNELS
   // __builtin_cpu_supports also checks that the OS saves the vector state.
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
@@ -55,12 +55,17 @@ const char* capability() {
   }
 }
 
+// Without the x86 variants (another architecture), chosen() is always kBase.
+#if PLN_X86_KERNELS
 #define PLN_DISPATCH(fn, ...)                                          \
   switch (chosen()) {                                                  \
     case Capability::kAvx512: return avx512::fn(__VA_ARGS__);          \
     case Capability::kAvx2: return avx2::fn(__VA_ARGS__);              \
     default: return base::fn(__VA_ARGS__);                             \
   }
+#else
+#define PLN_DISPATCH(fn, ...) return base::fn(__VA_ARGS__);
+#endif
 
 template <typename T>
 void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,

@@ -239,7 +239,8 @@ inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const P
 // Runs `scalar(offset)` on every group of rows [begin, end), or `lanes(offset)`
 // on four groups at a time where the AVX2 path applies.
 template <int64_t G, typename T, typename Lanes, typename Scalar>
-void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, Lanes&& lanes, Scalar&& scalar) {
+void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unused]] Lanes&& lanes,
+                Scalar&& scalar) {
   const int64_t g = Size<G>::get(geo.group), C = geo.channels;
   for (int64_t row = begin; row < end; ++row) {
     int64_t start = row * C;
@@ -259,7 +260,7 @@ void forward_rows(const JetGeometry& geo, const T* x, T* y, double eps, bool cen
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&](int64_t start) {
+      [&]([[maybe_unused]] int64_t start) {
 #if PLN_HAVE_AVX2
         if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
           forward_block<G, Vec4>(LaneIO<G>{}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
@@ -277,7 +278,7 @@ void backward_rows(const JetGeometry& geo, const T* dy, const T* x, T* dx, doubl
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&](int64_t start) {
+      [&]([[maybe_unused]] int64_t start) {
 #if PLN_HAVE_AVX2
         if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
           backward_block<G, Vec4>(LaneIO<G>{}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);

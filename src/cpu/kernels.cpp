@@ -587,7 +587,7 @@ void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w,
 // `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
 template <typename T, bool kCenter>
 void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                 T* rstd, T* shifted, T eps, bool save_stats) {
+                 T* rstd, [[maybe_unused]] T* shifted, T eps, [[maybe_unused]] bool save_stats) {
   int64_t k = 0;
 #if PLN_HAVE_AVX512
   if constexpr (std::is_same_v<T, float>) {
@@ -664,7 +664,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   }
   const int64_t slabs = g.outer * NG;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-  const bool stream = I % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0 &&
+  [[maybe_unused]] const bool stream = I % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0 &&
                       g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
   at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * kChunk));
@@ -1043,7 +1043,7 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
       });
     } else {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-      const bool stream = dx && I % 8 == 0 && reinterpret_cast<uintptr_t>(dx) % 32 == 0 &&
+      [[maybe_unused]] const bool stream = dx && I % 8 == 0 && reinterpret_cast<uintptr_t>(dx) % 32 == 0 &&
                           g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
       at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
         double* dw = partials.dweight();
