@@ -90,6 +90,15 @@ TEST(Results, PackKeepsWhatPlotAndValidateNeed) {
   find_experiment("fourier").plot_grid(dest, read_csv(dest / "records.csv"), out);
   EXPECT_TRUE(fs::exists(out / "fits.png"));
   EXPECT_TRUE(fs::exists(out / "slopes.md"));
+  // Packed again over itself, the folder is replaced whole: a file an earlier
+  // pack left (a figure input no longer drawn) is gone, and nothing is left beside it.
+  fs::create_directories(dest / "0000_stale");
+  std::ofstream(dest / "0000_stale" / "fit.csv") << "x,y\n";
+  EXPECT_EQ(pack_results({smoke_grid(), dest, ""}), bytes);
+  EXPECT_FALSE(fs::exists(dest / "0000_stale"));
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(dest.parent_path())) entries += entry.exists() ? 1 : 0;
+  EXPECT_EQ(entries, 1u);
   fs::remove_all(dest.parent_path());
   fs::remove_all(out);
 }

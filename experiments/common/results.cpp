@@ -71,14 +71,20 @@ uintmax_t pack_results(const PackRequest& request) {
   std::vector<Config> configs;
   for (size_t r = 0; r < records.rows.size(); ++r) configs.push_back(read_json_file(grid / records.get(r, "cell") / "config.json"));
 
-  fs::create_directories(request.dest);
-  write_file_atomic(request.dest / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
-  write_file_atomic(request.dest / "records.csv", read_text(grid / "records.csv"));
+  // Written beside the destination and swapped in whole: the files of an
+  // earlier pack (figure inputs it no longer draws) do not survive, and a pack
+  // that fails or is interrupted leaves the earlier folder as it was.
+  fs::path staging = request.dest;
+  staging += ".packing";
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  write_file_atomic(staging / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
+  write_file_atomic(staging / "records.csv", read_text(grid / "records.csv"));
   std::vector<std::string> inputs;
   if (experiment.figure_inputs) inputs = experiment.figure_inputs(records);
   for (const auto& file : inputs) {
-    fs::create_directories((request.dest / file).parent_path());
-    write_file_atomic(request.dest / file, read_text(grid / file));
+    fs::create_directories((staging / file).parent_path());
+    write_file_atomic(staging / file, read_text(grid / file));
   }
   Config revision = request.revision.empty() ? distinct(configs, "revision") : Config(request.revision);
   if (revision.is_array() && revision.empty()) revision = "unknown";
@@ -92,10 +98,20 @@ uintmax_t pack_results(const PackRequest& request) {
                              {"kernels", distinct(configs, "kernels")},
                              {"blas", distinct(configs, "blas")},
                              {"figure_inputs", inputs}};
-  write_file_atomic(request.dest / "provenance.json", provenance.dump(2) + "\n");
+  write_file_atomic(staging / "provenance.json", provenance.dump(2) + "\n");
   uintmax_t bytes = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(request.dest)) {
+  for (const auto& entry : fs::recursive_directory_iterator(staging)) {
     if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  if (fs::exists(request.dest)) {
+    fs::path replaced = request.dest;
+    replaced += ".replaced";
+    fs::remove_all(replaced);
+    fs::rename(request.dest, replaced);
+    fs::rename(staging, request.dest);
+    fs::remove_all(replaced);
+  } else {
+    fs::rename(staging, request.dest);
   }
   return bytes;
 }
