@@ -109,14 +109,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, Parity, ::testing::ValuesIn(cases()),
 // is the operator of well-conditioned values. Each error is relative to the
 // largest reference value, and must stay at a small multiple of the input
 // dtype's rounding whatever the offset.
-struct OffsetCase {
-  Layout layout;
-  int64_t C;
-  int64_t g;
-  std::vector<int64_t> shape;
-};
-
-std::vector<OffsetCase> offset_cases() {
+std::vector<Case> offset_cases() {
   return {
       {Layout::kNC, 64, 8, {512, 64}},      // eight groups of 8: AVX2 groups
       {Layout::kNC, 200, 8, {64, 200}},     // AVX-512 octets, AVX2 groups, scalar tail
@@ -132,21 +125,15 @@ std::vector<OffsetCase> offset_cases() {
   };
 }
 
-std::string offset_name(const OffsetCase& c) {
-  std::string s = to_string(c.layout) + "_C" + std::to_string(c.C) + "_g" + std::to_string(c.g);
-  for (auto d : c.shape) s += "_" + std::to_string(d);
-  return s;
-}
-
 double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
   const double scale = want.abs().max().item<double>();
   return (got.to(torch::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
 }
 
-class OffsetParity : public ::testing::TestWithParam<OffsetCase> {};
+class OffsetParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OffsetParity, ErrorDoesNotGrowWithTheOffset) {
-  const OffsetCase& c = GetParam();
+  const Case& c = GetParam();
   for (torch::Dtype dtype : {torch::kFloat, torch::kDouble}) {
     // float32: a few units of 2^-24 on each centred value and on the sums of
     // the backward; float64 likewise at 2^-53.
@@ -183,7 +170,7 @@ TEST_P(OffsetParity, ErrorDoesNotGrowWithTheOffset) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Offsets, OffsetParity, ::testing::ValuesIn(offset_cases()),
-                         [](const ::testing::TestParamInfo<OffsetCase>& info) { return offset_name(info.param); });
+                         [](const ::testing::TestParamInfo<Case>& info) { return name(info.param); });
 
 TEST(Forward, MatchesScalarLoops) {
   torch::manual_seed(2);
