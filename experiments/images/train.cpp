@@ -4,7 +4,7 @@
 #include "common/csv.h"
 #include "common/datasets.h"
 #include "common/device.h"
-#include "images/data.h"
+#include "common/images.h"
 #include "common/gnuplot.h"
 #include "common/grid.h"
 #include "common/progress.h"
@@ -145,43 +145,6 @@ Config train_classifier(const Config& c, const RunContext& ctx, const NetworkBui
           {"diverged_at", guard.diverged_at()}, {"n_params", n_params},
           {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
           {"images_per_s", train_seconds > 0 ? double(images_seen) / train_seconds : 0.0}};
-}
-
-void plot_run(const fs::path& dir, const fs::path& out) {
-  if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a finished image run (no epochs.csv)");
-  const auto f = gnuplot_quote((dir / "epochs.csv").string());
-  fs::create_directories(out);
-  render_figure(out / "accuracy",
-                "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
-                "set key bottom right\n" +
-                    fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "
-                                "1:4 with linespoints title 'test'\n", f));
-}
-
-void plot_accuracy_table(const fs::path& dir, const CsvTable& t, const fs::path& out) {
-  if (t.rows.empty()) throw std::runtime_error(dir.string() + ": records.csv has no rows to plot");
-  // Median final accuracies over seeds per (model, labels) and every other axis value but the seed.
-  std::map<std::string, std::vector<std::pair<double, double>>> groups;
-  std::vector<std::string> order;
-  auto axes = grid_axes(dir);
-  if (axes.empty()) axes = {"norm", "group", "act"};
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    std::string key;
-    for (const auto& column : axes) {
-      if (column != "seed" && column != "labels") key += (key.empty() ? "" : ", ") + column + "=" + t.get(r, column);
-    }
-    key += ", labels=" + t.get(r, "labels");
-    if (!groups.count(key)) order.push_back(key);
-    groups[key].emplace_back(number_value(t.get(r, "train_acc")), number_value(t.get(r, "test_acc")));
-  }
-  std::string md = "| cells | seeds | train acc (median) | test acc (median) |\n|---|---|---|---|\n";
-  for (const auto& key : order) {
-    std::vector<double> train, test;
-    for (const auto& [a, b] : groups[key]) train.push_back(a), test.push_back(b);
-    md += fmt::format("| {} | {} | {:.4f} | {:.4f} |\n", key, train.size(), median(train), median(test));
-  }
-  fs::create_directories(out);
-  write_file_atomic(out / "accuracy.md", "Final accuracies, median over seeds.\n\n" + md);
 }
 
 }  // namespace pln::exp::images

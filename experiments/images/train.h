@@ -23,8 +23,4 @@ using NetworkBuilder =
 Config train_classifier(const Config& config, const RunContext& context, const NetworkBuilder& build,
                         int64_t min_size, const std::string& experiment);
 
-/// Accuracy curves of one run; a table of final accuracies per model and labels for a grid.
-void plot_run(const std::filesystem::path& dir, const std::filesystem::path& out);
-void plot_accuracy_table(const std::filesystem::path& dir, const CsvTable& records, const std::filesystem::path& out);
-
 }  // namespace pln::exp::images

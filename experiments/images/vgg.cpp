@@ -3,18 +3,12 @@
 // by init_scale. Its `paper` grid (945 cells) and the VGG-Bias study (108
 // cells) are meant for a cluster: `pln grid vgg --preset paper --emit slurm`.
 
-#include "common/atomic_file.h"
-#include "common/gnuplot.h"
 #include "common/grid.h"
 #include "images/images.h"
 #include "images/models.h"
 #include "images/train.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
-#include <map>
-#include <set>
 
 namespace pln::exp {
 
@@ -77,81 +71,6 @@ GridAxis bias_study_models() {
   return axis;
 }
 
-// Heat maps of the median final training accuracy over seeds: learning rate x init scale, one panel per variant.
-void vgg_plot_grid(const std::filesystem::path& dir, const CsvTable& t, const std::filesystem::path& out) {
-  images::plot_accuracy_table(dir, t, out);
-  if (!t.find("lr") || !t.find("init_scale") || !t.find("variant")) return;
-  std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells;
-  std::vector<std::string> variants;
-  std::set<double> lrs, scales;
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    const double lr = number_value(t.get(r, "lr")), scale = number_value(t.get(r, "init_scale"));
-    const double acc = number_value(t.get(r, "train_acc"));
-    if (!std::isfinite(lr) || !std::isfinite(scale) || !std::isfinite(acc)) continue;
-    const auto v = t.get(r, "variant");
-    if (!cells.count(v)) variants.push_back(v);
-    cells[v][{lr, scale}].push_back(acc);
-    lrs.insert(lr);
-    scales.insert(scale);
-  }
-  if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
-  // heatmap.md: the same medians as a table, a row per variant.
-  std::string md = "Median final training accuracy over seeds, per variant, learning rate and init scale.\n\n| variant |";
-  for (double lr : lrs) {
-    for (double scale : scales) md += fmt::format(" lr {}, init x{} |", lr, scale);
-  }
-  md += "\n|---|";
-  for (size_t i = 0; i < lrs.size() * scales.size(); ++i) md += "---|";
-  md += "\n";
-  for (const auto& v : variants) {
-    md += "| " + v + " |";
-    for (double lr : lrs) {
-      for (double scale : scales) {
-        const double med = median(cells[v][{lr, scale}]);
-        md += std::isfinite(med) ? fmt::format(" {:.3f} |", med) : std::string(" - |");
-      }
-    }
-    md += "\n";
-  }
-  std::filesystem::create_directories(out);
-  write_file_atomic(out / "heatmap.md", md);
-  // Cells are drawn on index coordinates, labelled with the values, so every
-  // (lr, scale) pair gets its own box whatever the spacing of the values.
-  const auto tics = [](const std::set<double>& values) {
-    std::string out;
-    int index = 0;
-    for (double v : values) out += fmt::format("{}\"{}\" {}", out.empty() ? "" : ", ", v, index++);
-    return "(" + out + ")";
-  };
-  const auto data_dir = out / "plot-data";
-  std::filesystem::create_directories(data_dir);
-  std::string body = fmt::format(
-      "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'learning rate'\nset ylabel 'init scale'\n"
-      "set xtics {}\nset ytics {}\nset xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset multiplot layout 1,{}\n",
-      tics(lrs), tics(scales), double(lrs.size()) - 0.5, double(scales.size()) - 0.5, variants.size());
-  for (const auto& v : variants) {
-    std::string csv;
-    int i = 0;
-    for (double lr : lrs) {
-      int j = 0;
-      for (double scale : scales) {
-        const double med = median(cells[v][{lr, scale}]);
-        csv += fmt::format("{},{},{}\n", i, j++, std::isfinite(med) ? fmt::format("{}", med) : "NaN");
-      }
-      ++i;
-    }
-    std::string safe;
-    for (char ch : v) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    const auto file = data_dir / ("heat_" + safe + ".csv");
-    write_file_atomic(file, csv);
-    body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)) "
-                        "with labels tc 'white' font ',8' notitle\n",
-                        gnuplot_quote(v), gnuplot_quote(file.string()));
-  }
-  body += "unset multiplot\n";
-  render_figure(out / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);
-}
-
 }  // namespace
 
 Experiment vgg_experiment() {
@@ -175,7 +94,7 @@ Experiment vgg_experiment() {
                      "paper", Config::object(),
                      {bias_study_models(), number_axis("bias_init", {0, 0.01, 0.1, 0.5, 1, 2}),
                       integer_axis("seed", {0, 1, 2})}};
-  e.plot_grid = vgg_plot_grid;
+  e.plot_grid = images::plot_vgg_grid;
   e.plot_run = images::plot_run;
   return e;
 }

@@ -6,7 +6,7 @@
 #include "common/progress.h"
 #include "common/schedule.h"
 #include "common/snapshot.h"
-#include "images/data.h"
+#include "common/images.h"
 #include "vit/checkpoint.h"
 
 #include <fmt/format.h>
@@ -75,7 +75,7 @@ uint64_t epoch_seed(int64_t seed, int64_t epoch) {
 }  // namespace
 
 Config vit_defaults() {
-  Config c = images::image_data_defaults();
+  Config c = image_data_defaults();
   c.update(Config{{"augment", false}, {"size", "micro"}, {"width", 0}, {"blocks", 0}, {"heads", 0},
                   {"patch", 7}, {"mlp_ratio", 4}, {"norm", "pln"}, {"group", 8}, {"norm_sites", ""},
                   {"act", "gelu"}, {"drop_path", 0.0}, {"epochs", 10}, {"batch_size", 128}, {"lr", 1e-3},
@@ -125,7 +125,7 @@ std::optional<Config> train_vit(const Config& c, const RunContext& ctx, const Tr
   // Check the network's options before the data loads: a bad key fails at once.
   (void)options_from_config(c, 1, std::max<int64_t>(1, get_int(c, "patch")), 10);
 
-  const auto data = images::prepare_images(c, 1, "vit");
+  const auto data = prepare_images(c, 1, "vit");
   const auto &x_train = data.x_train, &y_train = data.y_train, &x_test = data.x_test, &y_test = data.y_test;
   const auto options = options_from_config(c, x_train.size(1), x_train.size(2), data.classes);
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));

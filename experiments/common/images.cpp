@@ -1,4 +1,4 @@
-#include "images/data.h"
+#include "common/images.h"
 
 #include "common/datasets.h"
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace pln::exp::images {
+namespace pln::exp {
 
 namespace {
 
@@ -73,4 +73,4 @@ PreparedImages prepare_images(const Config& c, int64_t min_size, const std::stri
   return out;
 }
 
-}  // namespace pln::exp::images
+}  // namespace pln::exp

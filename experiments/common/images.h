@@ -14,7 +14,7 @@
 
 #include <string>
 
-namespace pln::exp::images {
+namespace pln::exp {
 
 struct PreparedImages {
   std::string name;            ///< the data set
@@ -30,4 +30,4 @@ Config image_data_defaults();
 /// std::runtime_error naming the file at fault.
 PreparedImages prepare_images(const Config& config, int64_t min_size, const std::string& experiment);
 
-}  // namespace pln::exp::images
+}  // namespace pln::exp
