@@ -15,7 +15,7 @@ from bench_common import (best_alternating, pln_summary_value, python_prelude, p
 def run_cpp(pln, width, points, threads, steps, env):
     return pln_summary_value(
         [pln, "fourier", "--preset", "cpu", "--threads", threads, "--set", "layer=pln", "group=4",
-         f"width={width}", f"n_train={points}", "K=8", f"steps={steps}", "log_every=1000000"], "iters_per_s", env)
+         f"width={width}", f"n_train={points}", "K=8", f"steps={steps}", "log_every=1000000"], "steps_per_s", env)
 
 
 def run_python(width, points, threads, steps):

@@ -6,6 +6,7 @@
 //   pln_bench [--reps N] [--threads 1,2] [--quick]
 
 #include <pln/pln.h>
+#include <pln/testing.h>
 #include <torch/torch.h>
 
 #include <fmt/core.h>
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   }
   const char* blas_core = std::getenv("OPENBLAS_CORETYPE");
   fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine, {}{}\n",
-             TORCH_VERSION, pln::detail::cpu_kernels(), reps, allocator,
+             TORCH_VERSION, pln::cpu_kernels(), reps, allocator,
              blas_core ? fmt::format(", OPENBLAS_CORETYPE={}", blas_core) : "");
   fmt::print("ratios: composed/fused and layer_norm/fused are speed-ups (higher is better); "
              "fused/copy is the cost over a plain copy (1.0 is the floor)\n\n");

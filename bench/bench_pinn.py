@@ -22,9 +22,9 @@ def run_cpp(pln, points, width, depth, threads, iters, env):
     with tempfile.TemporaryDirectory() as out:
         cmd = [str(pln), "pinn", "--preset", "cpu", "--threads", str(threads), "--out", out, "--set",
                f"n_interior={points}", f"width={width}", f"depth={depth}", "norm=pln", "group=4",
-               "act=none", f"iters={iters}", "ntk_every=0", "eval_every=0", "lr=1e-3"]
+               "act=none", f"steps={iters}", "ntk_every=0", "eval_every=0", "lr=1e-3"]
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-        return json.loads((Path(out) / "summary.json").read_text())["iters_per_s"]
+        return json.loads((Path(out) / "summary.json").read_text())["steps_per_s"]
 
 
 def run_python(points, width, depth, threads, iters, env):

@@ -1,6 +1,7 @@
 // The experiment families the command line knows.
 
 #include "common/experiment.h"
+#include "demo/demo.h"
 #include "fourier/fourier.h"
 #include "images/images.h"
 #include "pinn/pinn.h"
@@ -20,6 +21,10 @@ const std::vector<Experiment>& experiments() {
 }
 
 const Experiment& find_experiment(const std::string& name) {
+  // The demo's records are described like a family's, but `pln demo` runs it:
+  // it has no presets or grids, so it is not among experiments().
+  static const Experiment demo = demo_experiment();
+  if (name == demo.name) return demo;
   std::vector<std::string> names;
   for (const auto& e : experiments()) {
     if (e.name == name) return e;

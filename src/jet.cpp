@@ -2,6 +2,7 @@
 // custom autograd function over the fused jet kernels.
 
 #include <pln/jet.h>
+#include <pln/testing.h>
 
 #include "cpu/jet_kernels.h"
 

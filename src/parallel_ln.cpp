@@ -2,6 +2,8 @@
 // (src/ops/), called through the dispatcher as torch.ops.pln is.
 
 #include <pln/functional.h>
+#include <pln/kernels.h>
+#include <pln/testing.h>
 
 #include "composite.h"
 #include "cpu/kernels.h"
@@ -31,8 +33,6 @@ bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options
   return ops::has_fused_kernels(x, options.p());
 }
 
-const char* cpu_kernels() { return cpu::capability(); }
-
 torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
                                     const torch::Tensor& weight, const torch::Tensor& bias) {
   check_call(x, options, weight, bias);
@@ -40,6 +40,8 @@ torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOpti
 }
 
 }  // namespace detail
+
+const char* cpu_kernels() { return cpu::capability(); }
 
 namespace functional {
 

@@ -5,6 +5,7 @@
 // version for forward values.
 
 #include <pln/pln.h>
+#include <pln/testing.h>
 #include <torch/torch.h>
 
 #include <cmath>

@@ -89,12 +89,12 @@ TEST(Capability, FollowsTheEnvironment) {
   const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
   const std::string name = wanted ? wanted : "";
   if (name.empty()) {
-    const std::string chosen = detail::cpu_kernels();
+    const std::string chosen = pln::cpu_kernels();
     EXPECT_TRUE(chosen == "avx512" || chosen == "avx2" || chosen == "base") << chosen;
   } else if (name == "base" || name == "avx2" || name == "avx512") {
-    EXPECT_EQ(detail::cpu_kernels(), name);
+    EXPECT_EQ(pln::cpu_kernels(), name);
   } else {
-    expect_error([] { (void)detail::cpu_kernels(); }, {"PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", wanted});
+    expect_error([] { (void)pln::cpu_kernels(); }, {"PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", wanted});
     const auto x = torch::randn({2, 8});
     expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
                  {"PLN_CPU_CAPABILITY must be base, avx2 or avx512"});

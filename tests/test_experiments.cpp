@@ -150,7 +150,7 @@ TEST(Csv, StepLogFlushesWholeFiles) {
 // --------------------------------------------------------------------- grids
 
 TEST(Grid, ExpandsTheProductInAStableOrder) {
-  GridSpec spec{"", "smoke", Config{{"iters", 5}},
+  GridSpec spec{"", "smoke", Config{{"steps", 5}},
                 {{"model", {{"LN", Config{{"norm", "ln"}}}, {"PLN(4)", Config{{"norm", "pln"}, {"group", 4}}}}},
                  {"seed", {{"0", Config{{"seed", 0}}}, {"1", Config{{"seed", 1}}}, {"2", Config{{"seed", 2}}}}}}};
   const auto cells = expand_grid(spec);
@@ -160,7 +160,7 @@ TEST(Grid, ExpandsTheProductInAStableOrder) {
   EXPECT_EQ(ids.size(), 6u);
   EXPECT_EQ(cells[0].id, "0_model=LN_seed=0");
   EXPECT_EQ(cells[4].id, "4_model=PLN4_seed=1");
-  EXPECT_EQ(cells[4].sets, (std::vector<std::string>{"iters=5", "norm=pln", "group=4", "seed=1"}));
+  EXPECT_EQ(cells[4].sets, (std::vector<std::string>{"steps=5", "norm=pln", "group=4", "seed=1"}));
   EXPECT_EQ(cells[4].labels.at("model"), "PLN(4)");
   EXPECT_EQ(expand_grid(spec)[5].id, cells[5].id);
 }
@@ -399,7 +399,7 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
   for (int repeat = 0; repeat < 2; ++repeat) {
     RunRequest request;
     request.preset = "smoke";
-    request.sets = {"iters=15", "ntk_every=5"};
+    request.sets = {"steps=15", "ntk_every=5"};
     request.out = dir / std::to_string(repeat);
     request.threads = 2;
     const auto summary = run_experiment(e, request);
@@ -409,7 +409,7 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
     }
     // The record names what the last bits depend on besides the seed.
     const auto record = Config::parse(slurp(request.out / "config.json"));
-    EXPECT_EQ(record.at("kernels").get<std::string>(), detail::cpu_kernels());
+    EXPECT_EQ(record.at("kernels").get<std::string>(), pln::cpu_kernels());
     EXPECT_EQ(record.at("blas").get<std::string>(), blas_description());
     EXPECT_EQ(record.at("device").get<std::string>(), "cpu");
     EXPECT_EQ(record.at("device_name").get<std::string>(), machine_description());

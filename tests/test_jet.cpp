@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <pln/pln.h>
+#include <pln/testing.h>
 
 #include "gradcheck.h"
 

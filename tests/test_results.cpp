@@ -58,7 +58,7 @@ const fs::path& smoke_grid() {
       run_experiment(e, request);
     }
     std::ofstream(d / "grid.json") << grid_manifest(e, "smoke").dump(2);
-    std::ofstream(d / "records.csv") << to_csv(collect_records(spec, cells, d));
+    std::ofstream(d / "records.csv") << to_csv(collect_records(e, spec, cells, d));
     return d;
   }();
   return dir;
@@ -349,6 +349,191 @@ TEST(DocTables, MissingFoldersFilesAndBadMarkersAreNamed) {
             std::string::npos);
   fs::remove_all(root);
   fs::remove_all(scratch);
+}
+
+}  // namespace
+}  // namespace pln::exp
+
+// Metrics that are not finite: written as strings, accepted only where declared;
+// and the demo's records.
+#include <demo/demo.h>
+#include <pln/kernels.h>
+
+#include <cmath>
+#include <limits>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A finished run's directory for `experiment`: config.json and a summary.json
+// holding every metric (1.5) with `changes` applied.
+fs::path summary_dir(const std::string& name, const std::string& experiment, const Config& changes) {
+  const auto dir = test::fresh_dir(name);
+  Config summary = Config::object();
+  for (const auto& metric : find_experiment(experiment).metrics) summary[metric] = 1.5;
+  for (const auto& item : changes.items()) summary[item.key()] = item.value();
+  std::ofstream(dir / "config.json") << Config{{"experiment", experiment}}.dump();
+  write_summary(dir, experiment, summary);
+  return dir;
+}
+
+std::string problems_of(const fs::path& dir) {
+  std::string all;
+  for (const auto& p : check_results(dir)) all += p + "\n";
+  return all;
+}
+
+TEST(NonFiniteMetrics, SummaryAndRecordsWriteThemAsStrings) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto dir = test::fresh_dir("non-finite-write");
+  const Config written = write_summary(dir, "pinn", {{"ntk_cond", nan}, {"a", inf}, {"b", -inf}, {"c", 2.5},
+                                                     {"rows", Config::array({Config{{"x", nan}}})}});
+  const auto text = test::slurp(dir / "summary.json");
+  EXPECT_NE(text.find("\"ntk_cond\": \"nan\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"a\": \"inf\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"b\": \"-inf\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"x\": \"nan\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("null"), std::string::npos) << text;
+  EXPECT_EQ(written.at("c").get<double>(), 2.5);
+  EXPECT_TRUE(std::isnan(*metric_number(read_json_file(dir / "summary.json").at("ntk_cond"))));
+  EXPECT_EQ(*metric_number(Config("-inf")), -inf);
+  EXPECT_TRUE(std::isnan(*metric_number(Config())));  // null: NaN in older summaries
+  EXPECT_FALSE(metric_number(Config("big")).has_value());
+
+  // records.csv takes the summary's text.
+  GridSpec spec{"one cell", "smoke", Config::object(), {{"seed", {{"0", Config{{"seed", 0}}}}}}};
+  const auto cells = expand_grid(spec);
+  ASSERT_EQ(cells.size(), 1u);
+  fs::create_directories(dir / cells[0].id);
+  write_run_config(dir / cells[0].id, "pinn", spec.preset, cells[0].sets, 1, {{"seed", 0}});
+  write_summary(dir / cells[0].id, "pinn", {{"ntk_cond", nan}, {"a", inf}});
+  const CsvTable records = collect_records(find_experiment("pinn"), spec, cells, dir);
+  ASSERT_EQ(records.rows.size(), 1u);
+  EXPECT_EQ(records.get(0, "ntk_cond"), "nan");
+  EXPECT_EQ(records.get(0, "a"), "inf");
+  fs::remove_all(dir);
+}
+
+TEST(NonFiniteMetrics, SchemaAcceptsThemOnlyWhereTheExperimentDeclaresThem) {
+  const auto& pinn = find_experiment("pinn");
+  ASSERT_NE(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), "ntk_cond"),
+            pinn.may_be_non_finite.end());
+  const auto& undeclared = pinn.metrics.front();
+  ASSERT_EQ(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), undeclared),
+            pinn.may_be_non_finite.end());
+
+  const auto declared = summary_dir("non-finite-declared", "pinn", {{"ntk_cond", "nan"}});
+  EXPECT_EQ(problems_of(declared), "");
+  const auto old_null = summary_dir("non-finite-null", "pinn", {{"ntk_cond", nullptr}});
+  EXPECT_EQ(problems_of(old_null), "");  // as older summaries wrote NaN
+
+  const auto metric = summary_dir("non-finite-metric", "pinn", {{undeclared, "nan"}});
+  auto all = problems_of(metric);
+  EXPECT_NE(all.find(undeclared + " is \"nan\", not a finite number (and pinn does not declare it may be)"),
+            std::string::npos) << all;
+  const auto other = summary_dir("non-finite-other", "pinn", {{"ntk_eff_rank_90", "inf"}});
+  all = problems_of(other);
+  EXPECT_NE(all.find("ntk_eff_rank_90 is \"inf\", not a finite number"), std::string::npos) << all;
+  const auto text = summary_dir("non-finite-text", "pinn", {{undeclared, "fast"}});
+  all = problems_of(text);
+  EXPECT_NE(all.find(undeclared + " is \"fast\", not a number"), std::string::npos) << all;
+  for (const auto& d : {declared, old_null, metric, other, text}) fs::remove_all(d);
+}
+
+TEST(NonFiniteMetrics, RecordsOfAGridFollowTheSameRule) {
+  const auto dir = test::fresh_dir("non-finite-grid");
+  const auto& pinn = find_experiment("pinn");
+  Config manifest = {{"experiment", "pinn"}, {"grid", "none-such"}, {"axes", {"seed"}}, {"n_cells", 1},
+                     {"cells", {{{"id", "0_seed=0"}, {"set", {"seed=0"}}}}}};
+  std::ofstream(dir / "grid.json") << manifest.dump();
+  const auto write_records = [&](const std::string& metric, const std::string& value) {
+    CsvTable t{{"cell", "seed"}, {{"0_seed=0", "0"}}};
+    for (const auto& m : pinn.metrics) {
+      t.header.push_back(m);
+      t.rows[0].push_back(m == metric ? value : "1.5");
+    }
+    std::ofstream(dir / "records.csv") << to_csv(t);
+  };
+  write_records(pinn.metrics.front(), "1.5");
+  EXPECT_EQ(problems_of(dir), "");
+  write_records(pinn.metrics.front(), "nan");
+  const auto all = problems_of(dir);
+  EXPECT_NE(all.find(pinn.metrics.front() + " is 'nan', not a finite number"), std::string::npos) << all;
+  write_records(pinn.metrics.front(), "");  // null in an older summary
+  EXPECT_NE(problems_of(dir).find("not a finite number"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(DemoRecords, ARunOfTheDemoPassesTheSchemaCheck) {
+  DemoConfig c;
+  c.steps = 3;
+  c.widths = {4};
+  c.test_points = 11;
+  const auto dir = test::fresh_dir("demo-records");
+  const Config summary = run_demo_recorded(c, 1, dir);
+  EXPECT_EQ(problems_of(dir), "");
+  EXPECT_EQ(read_json_file(dir / "summary.json").at("ln_best_max_err"), summary.at("ln_best_max_err"));
+  const auto config = read_json_file(dir / "config.json");
+  EXPECT_EQ(config.at("experiment"), "demo");
+  EXPECT_EQ(config.at("kernels").get<std::string>(), pln::cpu_kernels());
+  EXPECT_EQ(config.at("config").at("steps"), 3);
+  EXPECT_EQ(config.at("set"), Config({"steps=3", "widths=[4]", "test_points=11"}));
+  const auto fit = read_csv(dir / "fit.csv");
+  EXPECT_EQ(fit.header, (std::vector<std::string>{"x", "target", "LN-Net 4", "PLN(4)-Net 4", "Tanh-Net 4"}));
+  EXPECT_EQ(fit.rows.size(), 11u);
+  EXPECT_EQ(read_csv(dir / "models.csv").rows.size(), 3u);
+  // Its figure: every network against the target, one panel per model.
+  const Experiment demo = demo_experiment();
+  ASSERT_TRUE(demo.plot_run);
+  demo.plot_run(dir, dir / "figures");
+  EXPECT_TRUE(fs::exists(dir / "figures" / "fit.png"));
+  EXPECT_NE(slurp(dir / "figures" / "fit.gp").find("'PLN(4)-Net'"), std::string::npos);
+  // A summary missing a demo metric is named.
+  auto written = read_json_file(dir / "summary.json");
+  written.erase("tanh_max_err");
+  std::ofstream(dir / "summary.json") << written.dump();
+  EXPECT_NE(problems_of(dir).find("no metric 'tanh_max_err'"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Figures a reader can read: a log axis of a few values has a labelled tick at
+// each (gnuplot's own fall on powers of the base, none within a small grid's
+// widths), and keys sit outside the plots, where they cover no data.
+TEST(GnuplotFigures, LogAxesTickThePlottedValuesAndKeysStayOffTheData) {
+  const auto dir = fresh_dir("gnuplot-figures");
+  const auto fourier = parse_csv("model,K,width,lr,seed,rel_l2,cell\n"
+                                 "LN,2,32,0.01,0,0.3,a\nLN,2,16,0.01,0,0.4,b\n"
+                                 "PLN(4),2,32,0.01,0,0.05,c\nPLN(4),2,16,0.01,0,0.1,d\n",
+                                 "records.csv");
+  find_experiment("fourier").plot_grid(dir, fourier, dir / "fourier");
+  const auto widths = slurp(dir / "fourier" / "error_vs_width.gp");
+  EXPECT_NE(widths.find("set logscale x\nset xtics ('16' 16, '32' 32)\nset xrange [12.8:40]\n"), std::string::npos)
+      << widths;
+  EXPECT_NE(widths.find("set key at screen"), std::string::npos) << widths;  // one key, under the panels
+  EXPECT_NE(widths.find("unset key"), std::string::npos) << widths;
+
+  const auto vit = parse_csv("norm,group,labels,best_test_top1,test_top5\npln,4,clean,0.3,0.8\npln,8,clean,0.35,0.85\n"
+                             "ln,,clean,0.25,0.8\n",
+                             "records.csv");
+  find_experiment("vit").plot_grid(dir, vit, dir / "vit");
+  const auto groups = slurp(dir / "vit" / "accuracy_vs_group.gp");
+  EXPECT_NE(groups.find("set xtics ('4' 4, '8' 8)"), std::string::npos) << groups;
+  EXPECT_NE(groups.find("set key at screen"), std::string::npos) << groups;
+  // LN alone still draws (its reference line over a plain log range).
+  find_experiment("vit").plot_grid(dir, parse_csv("norm,group,labels,best_test_top1,test_top5\nln,,clean,0.25,0.8\n",
+                                                  "records.csv"),
+                                   dir / "vit-ln");
+  EXPECT_TRUE(fs::exists(dir / "vit-ln" / "accuracy_vs_group.png"));
+
+  // Two epochs: integer ticks, not 1.2, 1.4...
+  std::ofstream(dir / "epochs.csv") << "epoch,train_loss,train_acc,test_acc,lr,seconds\n1,2,0.5,0.4,0.1,1\n2,1,0.6,0.5,0,1\n";
+  find_experiment("cnn").plot_run(dir, dir / "cnn");
+  const auto epochs = slurp(dir / "cnn" / "accuracy.gp");
+  EXPECT_NE(epochs.find("set xtics 1\n"), std::string::npos) << epochs;
+  EXPECT_NE(epochs.find("set key at screen"), std::string::npos) << epochs;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include "common/grid.h"
 #include "common/run.h"
 #include "experiment_helpers.h"
-#include "vit/checkpoint.h"
 #include "vit/model.h"
 #include "vit/train.h"
 #include "vit/vit.h"
@@ -166,7 +165,7 @@ TEST(VitModel, DropPathOnlyInTraining) {
 Config tiny_run_config() {
   Config c = vit::vit_defaults();
   c.update(Config{{"n_train", 96}, {"n_test", 64}, {"width", 16}, {"blocks", 1}, {"heads", 2}, {"group", 4},
-                  {"epochs", 3}, {"batch_size", 32}, {"warmup", 1.0}, {"drop_path", 0.1}, {"label_smoothing", 0.1}});
+                  {"epochs", 3}, {"batch_size", 32}, {"warmup", 3}, {"drop_path", 0.1}, {"label_smoothing", 0.1}});
   return c;
 }
 
@@ -184,21 +183,19 @@ TEST(VitTraining, ResumedRunEqualsUninterruptedRun) {
   const Config c = tiny_run_config();
   fs::create_directories(dir / "whole");
   fs::create_directories(dir / "parts");
-  const auto whole = vit::train_vit(c, {dir / "whole", 1, false}, {});
-  ASSERT_TRUE(whole.has_value());
+  const auto whole = vit::train_vit(c, {dir / "whole"});
   // Killed after each epoch and resumed: three sessions.
-  EXPECT_FALSE(vit::train_vit(c, {dir / "parts", 1, false}, {false, 1}).has_value());
+  EXPECT_THROW(vit::train_vit(c, {dir / "parts", false, c10::kCPU, 1}), SessionStopped);
   ASSERT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
   EXPECT_EQ(read_csv(dir / "parts" / "epochs.csv").rows.size(), 1u);
-  EXPECT_FALSE(vit::train_vit(c, {dir / "parts", 1, true}, {true, 1}).has_value());
-  const auto resumed = vit::train_vit(c, {dir / "parts", 1, true}, {true, 0});
-  ASSERT_TRUE(resumed.has_value());
+  EXPECT_THROW(vit::train_vit(c, {dir / "parts", true, c10::kCPU, 1}), SessionStopped);
+  const auto resumed = vit::train_vit(c, {dir / "parts", true});
   for (const char* key : {"test_top1", "test_top5", "best_test_top1", "train_acc", "final_loss", "train_eval_loss",
                           "test_loss", "epochs_done", "best_epoch"}) {
-    EXPECT_DOUBLE_EQ((*resumed)[key].get<double>(), (*whole)[key].get<double>()) << key;
+    EXPECT_DOUBLE_EQ(resumed[key].get<double>(), whole[key].get<double>()) << key;
   }
   EXPECT_EQ(rows_without_seconds(dir / "parts" / "epochs.csv"), rows_without_seconds(dir / "whole" / "epochs.csv"));
-  EXPECT_EQ((*whole)["epochs_done"].get<int64_t>(), 3);
+  EXPECT_EQ(whole["epochs_done"].get<int64_t>(), 3);
   fs::remove_all(dir);
 }
 
@@ -208,24 +205,23 @@ TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
   const auto dir = fresh_dir("vit-ckpt-errors");
   Config c = tiny_run_config();
   c["epochs"] = 2;
-  EXPECT_FALSE(vit::train_vit(c, {dir, 1, false}, {false, 1}).has_value());
+  EXPECT_THROW(vit::train_vit(c, {dir, false, c10::kCPU, 1}), SessionStopped);
   Config other = c;
   other["lr"] = 0.5;
-  const auto message = error_of([&] { vit::train_vit(other, {dir, 1, true}, {true, 0}); });
+  const auto message = error_of([&] { vit::train_vit(other, {dir, true}); });
   EXPECT_NE(message.find("was written with another configuration (lr: 0.001 -> 0.5)"), std::string::npos) << message;
   // The device is not among what a checkpoint must match: it resumes on another.
   Config moved = c;
   moved["device"] = "cuda:3";
-  const auto resumed = vit::train_vit(moved, {dir, 1, true}, {true, 0});
-  ASSERT_TRUE(resumed.has_value());
-  EXPECT_EQ((*resumed)["epochs_done"].get<int64_t>(), 2);
+  const auto resumed = vit::train_vit(moved, {dir, true});
+  EXPECT_EQ(resumed["epochs_done"].get<int64_t>(), 2);
   {
     std::ofstream(dir / "checkpoint.pt", std::ios::binary | std::ios::trunc) << "not a checkpoint";
   }
-  const auto corrupt = error_of([&] { vit::train_vit(c, {dir, 1, true}, {true, 0}); });
+  const auto corrupt = error_of([&] { vit::train_vit(c, {dir, true}); });
   EXPECT_NE(corrupt.find("checkpoint.pt is unreadable or corrupt"), std::string::npos) << corrupt;
   // Without --resume the run starts again and replaces the stale checkpoint.
-  EXPECT_TRUE(vit::train_vit(c, {dir, 1, false}, {false, 0}).has_value());
+  EXPECT_EQ(vit::train_vit(c, {dir})["epochs_done"].get<int64_t>(), 2);
   fs::remove_all(dir);
 }
 
@@ -234,11 +230,11 @@ TEST(VitTraining, BadTrainingKeysNameTheProblem) {
   const auto error_for = [&](const char* key, const Config& value) {
     Config c = tiny_run_config();
     c[key] = value;
-    return error_of([&] { vit::train_vit(c, {dir, 1, false}, {}); });
+    return error_of([&] { vit::train_vit(c, {dir}); });
   };
   EXPECT_NE(error_for("label_smoothing", 1.0).find("label_smoothing must be in [0, 1), got 1"), std::string::npos);
   EXPECT_NE(error_for("clip_grad", -1.0).find("clip_grad must be >= 0"), std::string::npos);
-  EXPECT_NE(error_for("warmup", -2.0).find("warmup must be >= 0 epochs"), std::string::npos);
+  EXPECT_NE(error_for("warmup", -2).find("warmup must be >= 0"), std::string::npos);
   EXPECT_NE(error_for("epochs", 0).find("epochs must be >= 1, got 0"), std::string::npos);
   EXPECT_NE(error_for("norm_sites", "attn:bn").find("norm_sites entry 'attn:bn'"), std::string::npos);
   fs::remove_all(dir);
@@ -249,12 +245,11 @@ TEST(VitTraining, DivergenceKeepsTheLastFiniteParameters) {
   torch::set_num_threads(1);
   const auto dir = fresh_dir("vit-diverge");
   Config c = tiny_run_config();
-  c.update(Config{{"lr", 1e30}, {"warmup", 0.0}, {"clip_grad", 0.0}});
-  const auto summary = vit::train_vit(c, {dir, 1, false}, {});
-  ASSERT_TRUE(summary.has_value());
-  EXPECT_GE((*summary)["diverged_at"].get<int64_t>(), 1);
+  c.update(Config{{"lr", 1e30}, {"warmup", 0}, {"clip_grad", 0.0}});
+  const auto summary = vit::train_vit(c, {dir});
+  EXPECT_GE(summary["diverged_at"].get<int64_t>(), 1);
   for (const char* key : {"test_top1", "train_acc", "final_loss", "train_eval_loss"}) {
-    EXPECT_TRUE(std::isfinite((*summary)[key].get<double>())) << key;
+    EXPECT_TRUE(std::isfinite(summary[key].get<double>())) << key;
   }
   EXPECT_FALSE(fs::exists(dir / "checkpoint.pt"));  // the diverged epoch is not checkpointed
   fs::remove_all(dir);
@@ -280,10 +275,11 @@ TEST(VitRuns, SmokeRunReportsTheContract) {
   const auto again = run_experiment(find_experiment("vit"), request);
   EXPECT_EQ(again["test_top1"], summary["test_top1"]);
   EXPECT_EQ(again["train_acc"], summary["train_acc"]);
-  // Experiments without checkpoints refuse --resume.
+  // An experiment without checkpoints refuses --resume.
+  Experiment without = find_experiment("pinn");
+  without.resumable = false;
   request.out = dir / "pinn";
-  EXPECT_NE(error_of([&] { run_experiment(find_experiment("pinn"), request); }).find("pinn keeps no checkpoint"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { run_experiment(without, request); }).find("pinn keeps no checkpoint"), std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -353,8 +349,10 @@ TEST(VitGrid, CellsResumeOnlyARunOfTheirOwnSettings) {
   record["set"] = std::vector<std::string>{"norm=ln"};
   write();
   EXPECT_FALSE(resumes());  // another cell's run
-  EXPECT_NE(cell_command(find_experiment("pinn"), find_grid(find_experiment("pinn"), "smoke"),
-                         expand_grid(find_grid(find_experiment("pinn"), "smoke"))[0], dir, 1).back(),
+  // A family without checkpoints starts its cells afresh.
+  Experiment without = find_experiment("pinn");
+  without.resumable = false;
+  EXPECT_NE(cell_command(without, find_grid(without, "smoke"), expand_grid(find_grid(without, "smoke"))[0], dir, 1).back(),
             "--resume");
   fs::remove_all(dir);
 }

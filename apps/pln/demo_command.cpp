@@ -1,17 +1,16 @@
-// `pln demo`: LN-Nets vs PLN-Nets vs a Tanh net on cos(3 pi x).
+// `pln demo`: LN-Nets vs PLN-Nets vs a Tanh net on cos(3 pi x). With --out,
+// the run's records are those of every experiment run (common/run.h).
 
 #include "commands.h"
 
+#include <common/run.h>
+#include <common/threads.h>
 #include <demo/demo.h>
-#include <common/atomic_file.h>
-#include <common/device.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
-#include <thread>
+#include <filesystem>
 
 namespace pln::cli {
 
@@ -26,9 +25,8 @@ struct DemoArgs {
 void run(const DemoArgs& args) {
   const auto& c = args.config;
   exp::validate(c);
-  const int threads = args.threads > 0 ? args.threads
-                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(threads);
+  const int threads = exp::resolve_threads(args.threads);
+  exp::set_threads(threads);
   fmt::print("pln demo: fit cos(3 pi x) on [-1, 1] with one hidden layer, no activation in the LN/PLN nets\n");
   fmt::print("config: steps={} widths={} group={} train_points={} test_points={} lr={} (Adam, cosine) "
              "seed={} threads={} device={}\n\n",
@@ -36,33 +34,16 @@ void run(const DemoArgs& args) {
              threads, c.device);
   fmt::print("{:<12} {:>6} {:>10} {:>10} {:>12} {:>8}\n", "model", "width", "max err", "rel L2",
              "train MSE", "seconds");
-  nlohmann::json rows = nlohmann::json::array();
-  const auto results = exp::run_demo(c, [&](const exp::DemoResult& r) {
+  const std::filesystem::path out = args.out;
+  const exp::Config summary = exp::run_demo_recorded(c, threads, out, [&](const exp::DemoResult& r) {
     fmt::print("{:<12} {:>6} {:>10.4f} {:>10.4f} {:>12.3e} {:>8.1f}\n", r.model, r.width,
                r.max_error, r.rel_l2, r.final_loss, r.seconds);
     std::fflush(stdout);
-    rows.push_back({{"model", r.model}, {"width", r.width}, {"max_error", r.max_error},
-                    {"rel_l2", r.rel_l2}, {"final_loss", r.final_loss}, {"seconds", r.seconds}});
   });
-  double ln_best = 1e300, pln_worst = 0;
-  for (const auto& r : results) {
-    if (r.model == "LN-Net") ln_best = std::min(ln_best, r.max_error);
-    if (r.model.rfind("PLN", 0) == 0) pln_worst = std::max(pln_worst, r.max_error);
-  }
   fmt::print("\nLN-Nets: max error >= {:.3f} at every width (one interior stationary point at most);\n"
              "PLN-Nets: max error <= {:.3f} with the same layers and no activation function.\n",
-             ln_best, pln_worst);
-  if (!args.out.empty()) {
-    nlohmann::json doc = {{"config",
-                           {{"steps", c.steps}, {"widths", c.widths}, {"group", c.group},
-                            {"train_points", c.train_points}, {"test_points", c.test_points},
-                            {"lr", c.lr}, {"seed", c.seed}, {"threads", threads}}},
-                          {"device", exp::device_record(exp::parse_device(c.device))},
-                          {"results", rows}};
-    const auto path = std::filesystem::path(args.out) / "summary.json";
-    exp::write_file_atomic(path, doc.dump(2) + "\n");
-    fmt::print("wrote {}\n", path.string());
-  }
+             summary.at("ln_best_max_err").get<double>(), summary.at("pln_worst_max_err").get<double>());
+  if (!out.empty()) fmt::print("wrote {}\n", (out / "summary.json").string());
 }
 
 }  // namespace
@@ -78,7 +59,9 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--seed", args->config.seed, "random seed")->capture_default_str();
   cmd->add_option("--device", args->config.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", args->threads, "threads (default: all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--out", args->out, "directory for summary.json (optional)");
+  cmd->add_option("--out", args->out,
+                  "directory for the run's records: config.json, summary.json, models.csv, fit.csv (optional); "
+                  "`pln plot DIR` draws fit.png");
   cmd->callback([args] { run(*args); });
 }
 

@@ -18,7 +18,7 @@ void add_experiment_commands(CLI::App& app) {
     request->preset = "cpu";
     auto* cmd = app.add_subcommand(experiment.name, experiment.description);
     cmd->add_option("--preset", request->preset,
-                    fmt::format("configuration to start from: {}", fmt::join(experiment.presets, "|")))
+                    fmt::format("configuration to start from: {}", fmt::join(experiment.preset_names(), "|")))
         ->capture_default_str();
     cmd->add_option("--set", request->sets, "override keys: --set key=value [key=value ...] (repeatable)");
     cmd->add_option("--out", request->out, "run directory (config.json, summary.json, CSV records)")
@@ -27,8 +27,8 @@ void add_experiment_commands(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     if (experiment.resumable) {
       cmd->add_flag("--resume", request->resume,
-                    "continue from the checkpoint in --out (written each epoch) when it exists; it must "
-                    "hold the same configuration");
+                    "continue from the checkpoint in --out (written every epoch, or every checkpoint_every "
+                    "steps) when it exists; it must hold the same configuration");
     }
     const auto* e = &experiment;
     cmd->callback([e, request] { exp::run_experiment(*e, *request); });

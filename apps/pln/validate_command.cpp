@@ -1,6 +1,7 @@
 // `pln validate`: the unit tests, every experiment's smoke grid end to end, a
-// schema check of the results (and of any results folder named), and the
-// figures, without training at scale. Exits non-zero naming what failed.
+// schema check of the results (and of any results folder
+// named), and the figures, without training at scale. Exits non-zero naming
+// what failed. --skip-smoke checks only the folders named.
 
 #include "commands.h"
 
@@ -28,18 +29,23 @@ struct ValidateArgs {
   std::vector<std::string> check;
   int jobs = 2;
   bool skip_tests = false;
+  bool skip_smoke = false;
 };
 
 void validate(const ValidateArgs& args) {
   std::vector<std::string> failures;
   fs::path out = args.out;
-  if (out.empty()) {
+  if (out.empty() && args.skip_tests && args.skip_smoke) {
+    // Nothing is written: no directory of results.
+  } else if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "pln-validate-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
     out = tmpl;
   }
-  fs::create_directories(out);
-  fmt::print("pln validate: results in {}\n", out.string());
+  if (!out.empty()) {
+    fs::create_directories(out);
+    fmt::print("pln validate: results in {}\n", out.string());
+  }
 
   if (!args.skip_tests) {
     std::vector<fs::path> binaries(args.tests.begin(), args.tests.end());
@@ -66,7 +72,8 @@ void validate(const ValidateArgs& args) {
     }
   }
 
-  for (const auto& e : exp::experiments()) {
+  const std::vector<exp::Experiment> no_experiments;
+  for (const auto& e : args.skip_smoke ? no_experiments : exp::experiments()) {
     fmt::print("smoke: {} ...\n", e.name);
     std::fflush(stdout);
     try {
@@ -88,8 +95,10 @@ void validate(const ValidateArgs& args) {
     }
   }
 
-  std::vector<fs::path> roots = {out};
+  std::vector<fs::path> roots;
+  if (!args.skip_smoke) roots.push_back(out);
   for (const auto& c : args.check) roots.emplace_back(c);
+  if (roots.empty()) failures.push_back("nothing to check: --skip-smoke without --check DIR");
   for (const auto& root : roots) {
     std::vector<std::string> notes;
     const auto problems = exp::check_results(root, &notes);
@@ -98,11 +107,13 @@ void validate(const ValidateArgs& args) {
     for (const auto& p : problems) failures.push_back("schema: " + p);
   }
 
-  try {
-    const int drawn = plot_directory(out.string());
-    fmt::print("plot: {} figure set(s) drawn\n", drawn);
-  } catch (const std::exception& ex) {
-    failures.push_back(std::string("plot: ") + ex.what());
+  if (!args.skip_smoke) {
+    try {
+      const int drawn = plot_directory(out.string());
+      fmt::print("plot: {} figure set(s) drawn\n", drawn);
+    } catch (const std::exception& ex) {
+      failures.push_back(std::string("plot: ") + ex.what());
+    }
   }
 
   if (!failures.empty()) {
@@ -125,6 +136,8 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--check", args->check, "also schema-check the results under these directories");
   cmd->add_option("--jobs", args->jobs, "worker processes for the smoke grids")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--skip-unit-tests", args->skip_tests, "do not run the unit tests' binary");
+  cmd->add_flag("--skip-smoke", args->skip_smoke,
+                "do not run the smoke presets: only the schema checks of the --check directories");
   cmd->callback([args] { validate(*args); });
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace pln::exp {
 
@@ -128,6 +129,27 @@ void require_one_of(const Config& config, const std::string& key,
                                             fmt::join(allowed, "|"), value));
   }
 }
+
+template <typename T>
+T require_range(const Config& config, const std::string& key, T low, T high, const std::string& experiment,
+                bool high_inclusive) {
+  const T value = std::is_integral_v<T> ? static_cast<T>(get_int(config, key)) : static_cast<T>(get_double(config, key));
+  const bool above = value >= low, below = high_inclusive ? value <= high : value < high;
+  if (above && below) return value;  // NaN fails both
+  const bool has_low = low != std::numeric_limits<T>::lowest(), has_high = high != std::numeric_limits<T>::max();
+  std::string bound;
+  if (has_low && has_high) {
+    bound = fmt::format("in [{}, {}{}", low, high, high_inclusive ? "]" : ")");
+  } else if (has_low) {
+    bound = fmt::format(">= {}", low);
+  } else {
+    bound = fmt::format("{} {}", high_inclusive ? "<=" : "<", high);
+  }
+  throw std::invalid_argument(fmt::format("{}: {} must be {}, got {}", experiment, key, bound, value));
+}
+
+template int64_t require_range<int64_t>(const Config&, const std::string&, int64_t, int64_t, const std::string&, bool);
+template double require_range<double>(const Config&, const std::string&, double, double, const std::string&, bool);
 
 Config read_json_file(const std::filesystem::path& path) {
   std::ifstream in(path);

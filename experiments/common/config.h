@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,5 +43,17 @@ std::string get_string(const Config& config, const std::string& key);
 /// Throws std::invalid_argument("<experiment>: <key> must be one of a|b|c, got 'x'").
 void require_one_of(const Config& config, const std::string& key,
                     const std::vector<std::string>& allowed, const std::string& experiment);
+
+/// The key's value when low <= value <= high (value < high when
+/// `high_inclusive` is false); otherwise throws std::invalid_argument("<experiment>:
+/// <key> must be >= low, got v" (or "<= high", or "in [low, high]"), the bounds
+/// that are not the type's limits). Instantiated for int64_t and double.
+template <typename T>
+T require_range(const Config& config, const std::string& key, T low, T high, const std::string& experiment,
+                bool high_inclusive = true);
+
+/// No bound on that side of require_range.
+template <typename T>
+constexpr T kUnbounded = std::numeric_limits<T>::max();
 
 }  // namespace pln::exp

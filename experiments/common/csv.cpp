@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +173,21 @@ void StepLog::add(const std::vector<double>& values) {
   for (double v : values) row.push_back(number_text(v));
   table_.rows.push_back(std::move(row));
   if (++unflushed_ >= flush_every_) flush();
+}
+
+std::string markdown_head(const std::vector<std::string>& columns) {
+  std::string head = "|", rule = "|";
+  for (const auto& c : columns) head += " " + c + " |", rule += "---|";
+  return head + "\n" + rule + "\n";
+}
+
+void StepLog::restore(const CsvTable& saved) {
+  if (saved.header != table_.header) {
+    throw std::runtime_error(fmt::format("{}: the checkpoint's rows have other columns ({}) than this run's ({})",
+                                         path_.string(), fmt::join(saved.header, ","), fmt::join(table_.header, ",")));
+  }
+  table_.rows = saved.rows;
+  flush();
 }
 
 void StepLog::flush() {

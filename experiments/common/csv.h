@@ -36,6 +36,11 @@ class StepLog {
   StepLog(std::filesystem::path path, std::vector<std::string> header, size_t flush_every = 200);
   void add(const std::vector<double>& values);
   void flush();
+  /// The rows so far (for a checkpoint).
+  const CsvTable& table() const { return table_; }
+  /// Replaces the rows with a checkpoint's, whose header must be this log's
+  /// (throws std::runtime_error naming the file otherwise), and writes them.
+  void restore(const CsvTable& saved);
 
  private:
   std::filesystem::path path_;
@@ -43,6 +48,9 @@ class StepLog {
   size_t flush_every_;
   size_t unflushed_ = 0;
 };
+
+/// The head of a Markdown table: "| a | b |\n|---|---|\n".
+std::string markdown_head(const std::vector<std::string>& columns);
 
 /// Shortest text that parses back to the same double; "" for NaN (a missing value).
 std::string number_text(double value);

@@ -50,18 +50,21 @@ std::vector<std::string> without_device(std::vector<std::string> sets) {
 // A cell is done when its summary exists and its config.json records this
 // cell's preset and overrides; a cell run with other settings (the grid's
 // definition changed since) is not, and runs again.
-bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
+bool ran_with_cell_settings(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
+                            const std::filesystem::path& out) {
   try {
     const auto config = read_json_file(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
-           without_device(config.at("set").get<std::vector<std::string>>()) == without_device(cell.sets);
+           without_device(upgrade_sets(experiment, config.at("set").get<std::vector<std::string>>())) ==
+               without_device(cell.sets);
   } catch (const std::exception&) {
     return false;
   }
 }
 
-bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
-  return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(spec, cell, out);
+bool cell_done(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
+               const std::filesystem::path& out) {
+  return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(experiment, spec, cell, out);
 }
 
 // A cell directory holding a run of other settings (another preset, other
@@ -71,7 +74,7 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
                              const std::filesystem::path& out) {
   const auto file = out / cell.id / "config.json";
   if (!std::filesystem::exists(file)) return false;
-  if (!ran_with_cell_settings(spec, cell, out)) return true;
+  if (!ran_with_cell_settings(experiment, spec, cell, out)) return true;
   try {
     auto ran = read_json_file(file).at("config");
     auto now = resolve_config(experiment, spec.preset, cell.sets);
@@ -158,7 +161,7 @@ Config grid_manifest(const Experiment& experiment, const std::string& grid) {
   return manifest;
 }
 
-CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,
+CsvTable collect_records(const Experiment& experiment, const GridSpec& spec, const std::vector<GridCell>& cells,
                          const std::filesystem::path& out) {
   CsvTable table;
   std::set<std::string> seen;
@@ -171,7 +174,7 @@ CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cell
   std::vector<Done> done;
   for (const auto& cell : cells) {
     const auto dir = out / cell.id;
-    if (!cell_done(spec, cell, out)) continue;
+    if (!cell_done(experiment, spec, cell, out)) continue;
     Done d{&cell, read_json_file(dir / "config.json").at("config"), read_json_file(dir / "summary.json")};
     d.summary.erase("experiment");
     for (const auto& item : d.config.items()) add_column(table, seen, item.key());
@@ -228,7 +231,7 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   std::vector<const GridCell*> pending;
   size_t elsewhere = 0;
   for (const auto& cell : cells) {
-    if (cell_done(spec, cell, out)) continue;
+    if (cell_done(experiment, spec, cell, out)) continue;
     // A cell another process is running (a second grid, a Slurm task) is left to it.
     if (cell_status(out / cell.id, false).state == CellState::kRunning) {
       ++elsewhere;
@@ -241,7 +244,7 @@ int run_grid(const Experiment& experiment, const GridRequest& request) {
   }
   if (elsewhere > 0) fmt::print("{} cell(s) running in another process are left to it\n", elsewhere);
   const auto write_records = [&] {
-    const auto table = collect_records(spec, cells, out);
+    const auto table = collect_records(experiment, spec, cells, out);
     write_file_atomic(out / "records.csv", to_csv(table));
     return table.rows.size();
   };
@@ -356,7 +359,7 @@ GridStatus grid_status(const Experiment& experiment, const std::string& grid, co
   const GridSpec& spec = find_grid(experiment, grid);
   GridStatus status{experiment.name, grid, std::filesystem::absolute(out).lexically_normal(), {}};
   for (const auto& cell : expand_grid(spec)) {
-    status.cells.emplace_back(cell.id, cell_status(status.out / cell.id, cell_done(spec, cell, status.out)));
+    status.cells.emplace_back(cell.id, cell_status(status.out / cell.id, cell_done(experiment, spec, cell, status.out)));
   }
   return status;
 }

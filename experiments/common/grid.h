@@ -72,7 +72,7 @@ Config grid_manifest(const Experiment& experiment, const std::string& grid);
 
 /// records.csv's table from the finished cells under `out` (columns: cell,
 /// the axes, every config key, every metric; first-seen order).
-CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells,
+CsvTable collect_records(const Experiment& experiment, const GridSpec& spec, const std::vector<GridCell>& cells,
                          const std::filesystem::path& out);
 
 }  // namespace pln::exp

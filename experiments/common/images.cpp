@@ -38,11 +38,7 @@ Config image_data_defaults() {
 
 PreparedImages prepare_images(const Config& c, int64_t min_size, const std::string& experiment) {
   require_one_of(c, "labels", {"clean", "random"}, experiment);
-  for (const char* key : {"n_train", "n_test"}) {
-    if (get_int(c, key) < 0) {
-      throw std::invalid_argument(fmt::format("{}: {} must be >= 0, got {}", experiment, key, get_int(c, key)));
-    }
-  }
+  for (const char* key : {"n_train", "n_test"}) require_range<int64_t>(c, key, 0, kUnbounded<int64_t>, experiment);
   auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
   PreparedImages out;
   if (get_string(c, "labels") == "random") {

@@ -7,13 +7,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <pln/functional.h>
+#include <pln/kernels.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -21,11 +22,6 @@ namespace pln::exp {
 
 Config resolve_config(const Experiment& experiment, const std::string& preset,
                       const std::vector<std::string>& sets) {
-  if (std::find(experiment.presets.begin(), experiment.presets.end(), preset) ==
-      experiment.presets.end()) {
-    throw std::invalid_argument(fmt::format("{}: unknown preset '{}'; known: {}", experiment.name,
-                                            preset, fmt::join(experiment.presets, ", ")));
-  }
   Config config = experiment.preset(preset);
   apply_overrides(config, sets, experiment.name);
   return config;
@@ -53,6 +49,54 @@ int resolve_threads(int requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+Config non_finite_as_text(const Config& value) {
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return value;
+  }
+  if (!value.is_structured()) return value;
+  Config copy = value;
+  for (auto& item : copy.items()) item.value() = non_finite_as_text(item.value());
+  return copy;
+}
+
+std::optional<double> metric_number(const Config& value) {
+  if (value.is_number()) return value.get<double>();
+  if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+Config write_run_config(const std::filesystem::path& out, const std::string& experiment, const std::string& preset,
+                        const std::vector<std::string>& sets, int threads, const Config& config) {
+  Config record = {{"experiment", experiment},
+                   {"preset", preset},
+                   {"set", sets},
+                   {"threads", threads},
+                   {"revision", source_revision()},
+                   {"torch", TORCH_VERSION},
+                   {"kernels", pln::cpu_kernels()},
+                   {"blas", blas_description()}};
+  if (config.contains("device")) record.update(device_record(config_device(config)));
+  record["config"] = config;
+  write_file_atomic(out / "config.json", non_finite_as_text(record).dump(2) + "\n");
+  return record;
+}
+
+Config write_summary(const std::filesystem::path& out, const std::string& experiment, const Config& summary) {
+  Config document = {{"experiment", experiment}};
+  for (const auto& item : summary.items()) document[item.key()] = non_finite_as_text(item.value());
+  write_file_atomic(out / "summary.json", document.dump(2) + "\n");
+  return document;
+}
+
 Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   if (request.out.empty()) throw std::invalid_argument("--out DIR is required");
   const Config config = resolve_config(experiment, request.preset, request.sets);
@@ -68,17 +112,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   // A rerun into a finished directory must not look finished while it runs.
   std::filesystem::remove(request.out / "summary.json");
   const RunningMarker running(request.out);
-  Config record = {{"experiment", experiment.name},
-                   {"preset", request.preset},
-                   {"set", request.sets},
-                   {"threads", threads},
-                   {"revision", source_revision()},
-                   {"torch", TORCH_VERSION},
-                   {"kernels", pln::detail::cpu_kernels()},
-                   {"blas", blas_description()}};
-  if (config.contains("device")) record.update(device_record(device));
-  record["config"] = config;
-  write_file_atomic(request.out / "config.json", record.dump(2) + "\n");
+  const Config record = write_run_config(request.out, experiment.name, request.preset, request.sets, threads, config);
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
@@ -90,15 +124,13 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   }
   std::fflush(stdout);
 
-  Config summary = experiment.run(config, RunContext{request.out, threads, request.resume, device});
+  Config summary = experiment.run(config, RunContext{request.out, request.resume, device});
   for (const auto& key : experiment.metrics) {
     if (!summary.contains(key)) {
       throw std::logic_error(fmt::format("{}: the run did not report metric '{}'", experiment.name, key));
     }
   }
-  Config document = {{"experiment", experiment.name}};
-  for (const auto& item : summary.items()) document[item.key()] = item.value();
-  write_file_atomic(request.out / "summary.json", document.dump(2) + "\n");
+  write_summary(request.out, experiment.name, summary);
   fmt::print("summary:");
   for (const auto& item : summary.items()) fmt::print(" {}={}", item.key(), value_text(item.value()));
   fmt::print("\nwrote {}\n", (request.out / "summary.json").string());

@@ -6,6 +6,7 @@
 #include "common/experiment.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,30 @@ Config resolve_config(const Experiment& experiment, const std::string& preset,
 
 /// Runs one configuration and returns its summary (also in out/summary.json).
 Config run_experiment(const Experiment& experiment, const RunRequest& request);
+
+/// Writes out/config.json, the record of a run, as every run (and `pln demo`)
+/// writes it: the experiment's name, the preset, the overrides `sets`, the
+/// threads, the source revision, LibTorch's version, the CPU kernels and the
+/// BLAS, the device (when `config` has a `device` key) and, under "config",
+/// the resolved configuration. Returns the record.
+Config write_run_config(const std::filesystem::path& out, const std::string& experiment,
+                        const std::string& preset, const std::vector<std::string>& sets, int threads,
+                        const Config& config);
+
+/// Writes out/summary.json, which marks the run finished: {"experiment": name}
+/// then the summary's keys, a number that is not finite written as the string
+/// "inf", "-inf" or "nan" (see non_finite_as_text). Returns the document.
+Config write_summary(const std::filesystem::path& out, const std::string& experiment, const Config& summary);
+
+/// `value` with every number that is not finite, at any depth, replaced by the
+/// string "inf", "-inf" or "nan": JSON has no such numbers (nlohmann would
+/// write null), and records.csv then holds the same text.
+Config non_finite_as_text(const Config& value);
+
+/// The number a metric of summary.json stands for: a number; "inf", "-inf" or
+/// "nan" (written so by write_summary); or null, NaN as older summaries wrote
+/// it. nullopt for any other value.
+std::optional<double> metric_number(const Config& value);
 
 /// `git describe --always --dirty` of the checkout this program was built
 /// from, read once when first asked; "unknown" outside a checkout.

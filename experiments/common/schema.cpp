@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace pln::exp {
@@ -19,19 +21,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool allowed_nan(const Experiment& e, const std::string& key) {
-  return std::find(e.nan_allowed.begin(), e.nan_allowed.end(), key) != e.nan_allowed.end();
+bool may_be_non_finite(const Experiment& e, const std::string& key) {
+  return std::find(e.may_be_non_finite.begin(), e.may_be_non_finite.end(), key) != e.may_be_non_finite.end();
 }
 
-bool finite_number(const std::string& text) {
-  if (text.empty()) return false;
+// A records.csv cell's number: finite, or "inf", "-inf", "nan" as summary.json
+// writes them, or "" (NaN: null in an older summary.json). nullopt otherwise.
+std::optional<double> cell_number(const std::string& text) {
+  if (text.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (text == "nan" || text == "inf" || text == "-inf") return metric_number(Config(text));
   size_t used = 0;
   try {
     const double v = std::stod(text, &used);
-    return used == text.size() && std::isfinite(v);
+    if (used == text.size() && std::isfinite(v)) return v;
   } catch (const std::exception&) {
-    return false;
   }
+  return std::nullopt;
 }
 
 // The manifest and records against the grid the code defines today.
@@ -51,7 +56,7 @@ void compare_with_code(const Experiment& e, const Config& manifest, const CsvTab
   for (const auto& cell : manifest.at("cells")) {
     const auto id = cell.at("id").get<std::string>();
     const auto it = today.find(id);
-    if (it == today.end() || it->second != cell.at("set").get<std::vector<std::string>>()) {
+    if (it == today.end() || it->second != upgrade_sets(e, cell.at("set").get<std::vector<std::string>>())) {
       if (changed_cells++ == 0) first_cell = id;
     }
   }
@@ -61,7 +66,10 @@ void compare_with_code(const Experiment& e, const Config& manifest, const CsvTab
                                 today.size(), manifest.at("cells").size(), changed_cells, first_cell));
     return;
   }
-  // Every resolved configuration value of every record against today's preset.
+  // Every resolved configuration value of every record against today's preset;
+  // an axis's column holds its labels, and some keys the summary's resolved value.
+  std::set<std::string> not_config(e.resolved_in_summary.begin(), e.resolved_in_summary.end());
+  for (const auto& axis : manifest.at("axes")) not_config.insert(axis.get<std::string>());
   std::map<std::string, std::pair<std::string, std::string>> differing;  // key -> (records, code), first seen
   size_t rows = 0;
   for (size_t r = 0; r < records.rows.size(); ++r) {
@@ -70,7 +78,7 @@ void compare_with_code(const Experiment& e, const Config& manifest, const CsvTab
     bool row_differs = false;
     const Config config = resolve_config(e, spec->second.preset, it->second);
     for (const auto& item : config.items()) {
-      if (!records.find(item.key())) continue;
+      if (!records.find(item.key()) || not_config.count(item.key())) continue;
       const auto recorded = records.get(r, item.key()), code = value_text(item.value());
       if (recorded == code) continue;
       row_differs = true;
@@ -109,7 +117,7 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
   const auto records_path = dir / "records.csv";
   CsvTable records;
   try {
-    records = read_csv(records_path);
+    records = read_records(*experiment, dir);  // columns renamed since, under their new names too
   } catch (const std::exception& e) {
     problems.push_back(e.what());
     return;
@@ -139,9 +147,16 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
     if (!ids.count(id)) problems.push_back(fmt::format("{}: row {} names no cell of the grid ('{}')", records_path.string(), r + 1, id));
     if (!seen.insert(id).second) problems.push_back(fmt::format("{}: cell '{}' appears twice", records_path.string(), id));
     for (const auto& metric : experiment->metrics) {
-      if (records.find(metric) && !allowed_nan(*experiment, metric) && !finite_number(records.get(r, metric))) {
-        problems.push_back(fmt::format("{}: cell '{}': {} is '{}', not a finite number",
-                                       records_path.string(), id, metric, records.get(r, metric)));
+      if (!records.find(metric)) continue;
+      const auto text = records.get(r, metric);
+      const auto value = cell_number(text);
+      if (!value) {
+        problems.push_back(fmt::format("{}: cell '{}': {} is '{}', not a number", records_path.string(), id,
+                                       metric, text));
+      } else if (!std::isfinite(*value) && !may_be_non_finite(*experiment, metric)) {
+        problems.push_back(fmt::format("{}: cell '{}': {} is '{}', not a finite number (and {} does not "
+                                       "declare it may be)", records_path.string(), id, metric, text,
+                                       experiment->name));
       }
     }
   }
@@ -172,13 +187,24 @@ void check_summary(const fs::path& path, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("{}: {}", path.string(), e.what()));
     return;
   }
+  for (const auto& [old_name, new_name] : experiment->renamed) {  // an older summary's names
+    if (summary.contains(old_name) && !summary.contains(new_name)) summary[new_name] = summary[old_name];
+  }
   for (const auto& metric : experiment->metrics) {
     if (!summary.contains(metric)) {
       problems.push_back(fmt::format("{}: no metric '{}'", path.string(), metric));
-    } else if (!allowed_nan(*experiment, metric) &&
-               !(summary[metric].is_number() && std::isfinite(summary[metric].get<double>()))) {
-      problems.push_back(fmt::format("{}: {} is {}, not a finite number", path.string(), metric,
-                                     summary[metric].dump()));
+    } else if (!metric_number(summary[metric])) {
+      problems.push_back(fmt::format("{}: {} is {}, not a number", path.string(), metric, summary[metric].dump()));
+    }
+  }
+  // Every value that is not finite ("inf", "-inf", "nan"; null in older
+  // summaries), declared metric or not, must be one the experiment declares may be.
+  for (const auto& item : summary.items()) {
+    if (item.key() == "experiment" || item.value().is_structured()) continue;
+    const auto value = metric_number(item.value());
+    if (value && !std::isfinite(*value) && !may_be_non_finite(*experiment, item.key())) {
+      problems.push_back(fmt::format("{}: {} is {}, not a finite number (and {} does not declare it may be)",
+                                     path.string(), item.key(), item.value().dump(), experiment->name));
     }
   }
   if (!fs::exists(path.parent_path() / "config.json")) {

@@ -1,12 +1,21 @@
 #include "demo/demo.h"
 
+#include "common/atomic_file.h"
+#include "common/csv.h"
 #include "common/device.h"
+#include "common/gnuplot.h"
+#include "common/run.h"
+#include "common/schedule.h"
+#include "common/snapshot.h"
 
+#include <fmt/format.h>
 #include <pln/pln.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -35,39 +44,76 @@ DemoResult train(const std::string& kind, const std::string& label, int64_t widt
   net->to(device);
   const auto x = torch::linspace(-1, 1, c.train_points).unsqueeze(1).to(device);
   const auto y = target(x);
-  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(c.lr));
+  const Schedule schedule = schedule_from_config(to_config(c), c.steps);
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(schedule.lr));
+  DivergenceGuard guard(fmt::format("demo: {} (width {})", label, width));
   const auto start = std::chrono::steady_clock::now();
   double loss_value = 0;
   for (int64_t step = 0; step < c.steps; ++step) {
-    // Cosine decay from lr to lr / 100.
-    const double t = c.steps > 1 ? double(step) / double(c.steps - 1) : 1.0;
-    const double lr = c.lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(M_PI * t)));
-    for (auto& group : opt.param_groups()) {
-      static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-    }
+    set_learning_rate(opt, schedule.at(step));
     opt.zero_grad();
     auto loss = torch::mse_loss(net->forward(x), y);
-    loss.backward();
-    opt.step();
     loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value)) {
-      throw std::runtime_error("demo: training of " + label + " (width " + std::to_string(width) +
-                               ") diverged at step " + std::to_string(step) + " (loss " +
-                               std::to_string(loss_value) + "); lower --lr");
+    if (!guard.check(loss_value, step, *net)) {
+      throw std::runtime_error(fmt::format("demo: training of {} (width {}) diverged at step {} (loss {}); "
+                                           "lower --lr", label, width, step, loss_value));
     }
+    loss.backward();
+    guard.keep(*net);
+    opt.step();
   }
   DemoResult r;
   r.model = label;
   r.width = width;
   r.final_loss = loss_value;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  torch::NoGradGuard guard;
+  torch::NoGradGuard no_grad;
   const auto xt = torch::linspace(-1, 1, c.test_points).unsqueeze(1).to(device);
   const auto yt = target(xt);
-  const auto err = net->forward(xt) - yt;
+  const auto ft = net->forward(xt);
+  const auto err = ft - yt;
   r.max_error = err.abs().max().item<double>();
   r.rel_l2 = (err.norm() / yt.norm()).item<double>();
+  const auto fit = ft.reshape(-1).to(torch::kCPU, torch::kFloat64).contiguous();
+  r.fit.assign(fit.data_ptr<double>(), fit.data_ptr<double>() + fit.numel());
   return r;
+}
+
+// A number as records write it: shortest round-trip text; "inf", "-inf", "nan" when not finite.
+std::string number_cell(double v) { return fmt::format("{}", v); }
+
+std::string column_name(const DemoResult& r) { return fmt::format("{} {}", r.model, r.width); }
+
+void plot_run(const std::filesystem::path& dir, const std::filesystem::path& out) {
+  if (!std::filesystem::exists(dir / "fit.csv")) {
+    throw std::runtime_error(dir.string() + " is not a finished demo run (no fit.csv)");
+  }
+  // Columns 3.. are the networks, "<model> <width>": one panel per model.
+  const CsvTable fit = read_csv(dir / "fit.csv");
+  std::vector<std::string> models;
+  std::map<std::string, std::vector<std::pair<size_t, std::string>>> columns;  // model -> (column, width)
+  for (size_t i = 2; i < fit.header.size(); ++i) {
+    const auto& name = fit.header[i];
+    const auto space = name.rfind(' ');
+    const std::string model = name.substr(0, space), width = space == std::string::npos ? "" : name.substr(space + 1);
+    if (!columns.count(model)) models.push_back(model);
+    columns[model].emplace_back(i + 1, width);
+  }
+  const std::string data = gnuplot_quote((dir / "fit.csv").string());
+  std::string body = fmt::format("set datafile separator ','\nset grid\nset multiplot layout 1,{}\n"
+                                 "set xlabel 'x'\nset yrange [-1.6:1.6]\nset key outside bottom center horizontal\n",
+                                 std::max<size_t>(1, models.size()));
+  for (const auto& model : models) {
+    body += fmt::format("set title {}\nplot {} skip 1 using 1:2 with lines dt 2 lc 'black' title 'cos(3 pi x)'",
+                        gnuplot_quote(model), data);
+    for (const auto& [column, width] : columns[model]) {
+      body += fmt::format(", '' skip 1 using 1:{} with lines lw 1.5 title {}", column, gnuplot_quote("width " + width));
+    }
+    body += "\n";
+  }
+  body += "unset multiplot\n";
+  std::filesystem::create_directories(out);
+  render_figure(out / "fit", body, 450 * static_cast<int>(std::max<size_t>(1, models.size())), 420);
 }
 
 }  // namespace
@@ -91,6 +137,21 @@ void validate(const DemoConfig& c) {
   (void)parse_device(c.device);
 }
 
+Config to_config(const DemoConfig& c) {
+  return {{"steps", c.steps}, {"widths", c.widths}, {"group", c.group}, {"train_points", c.train_points},
+          {"test_points", c.test_points}, {"lr", c.lr}, {"schedule", "cosine"}, {"warmup", 0},
+          {"lr_floor", 0.01}, {"seed", c.seed}, {"device", c.device}};
+}
+
+std::vector<std::string> demo_overrides(const DemoConfig& c) {
+  const Config config = to_config(c), defaults = to_config(DemoConfig{});
+  std::vector<std::string> sets;
+  for (const auto& item : config.items()) {
+    if (item.value() != defaults.at(item.key())) sets.push_back(item.key() + "=" + value_text(item.value()));
+  }
+  return sets;
+}
+
 std::vector<DemoResult> run_demo(const DemoConfig& c,
                                  const std::function<void(const DemoResult&)>& on_done) {
   validate(c);
@@ -105,6 +166,70 @@ std::vector<DemoResult> run_demo(const DemoConfig& c,
   for (int64_t w : c.widths) add(train("pln", pln_label, w, c, device));
   add(train("tanh", "Tanh-Net", c.widths.front(), c, device));
   return results;
+}
+
+Config demo_summary(const std::vector<DemoResult>& results) {
+  double ln_best = INFINITY, pln_worst = -INFINITY, tanh = NAN, seconds = 0;
+  Config rows = Config::array();
+  for (const auto& r : results) {
+    if (r.model == "LN-Net") ln_best = std::min(ln_best, r.max_error);
+    if (r.model.rfind("PLN", 0) == 0) pln_worst = std::max(pln_worst, r.max_error);
+    if (r.model == "Tanh-Net") tanh = r.max_error;
+    seconds += r.seconds;
+    rows.push_back({{"model", r.model}, {"width", r.width}, {"max_err", r.max_error}, {"rel_l2", r.rel_l2},
+                    {"final_loss", r.final_loss}, {"seconds", r.seconds}});
+  }
+  return {{"ln_best_max_err", ln_best}, {"pln_worst_max_err", pln_worst}, {"tanh_max_err", tanh},
+          {"seconds", seconds}, {"results", rows}};
+}
+
+void write_demo_records(const std::filesystem::path& out, const DemoConfig& c,
+                        const std::vector<DemoResult>& results) {
+  CsvTable models{{"model", "width", "max_err", "rel_l2", "final_loss", "seconds"}, {}};
+  for (const auto& r : results) {
+    models.rows.push_back({r.model, std::to_string(r.width), number_cell(r.max_error), number_cell(r.rel_l2),
+                           number_cell(r.final_loss), number_cell(r.seconds)});
+  }
+  write_file_atomic(out / "models.csv", to_csv(models));
+  CsvTable fit{{"x", "target"}, {}};
+  for (const auto& r : results) fit.header.push_back(column_name(r));
+  // The test grid and target as train() evaluates them (float), in double.
+  const auto x32 = torch::linspace(-1, 1, c.test_points);
+  const auto xt = x32.to(torch::kFloat64), yt = target(x32).to(torch::kFloat64);
+  for (int64_t i = 0; i < c.test_points; ++i) {
+    std::vector<std::string> row = {number_cell(xt[i].item<double>()), number_cell(yt[i].item<double>())};
+    for (const auto& r : results) row.push_back(number_cell(r.fit.at(static_cast<size_t>(i))));
+    fit.rows.push_back(std::move(row));
+  }
+  write_file_atomic(out / "fit.csv", to_csv(fit));
+}
+
+Config run_demo_recorded(const DemoConfig& c, int threads, const std::filesystem::path& out,
+                         const std::function<void(const DemoResult&)>& on_done) {
+  validate(c);
+  if (!out.empty()) {
+    std::filesystem::create_directories(out);
+    // A rerun into a finished directory must not look finished while it runs.
+    std::filesystem::remove(out / "summary.json");
+    write_run_config(out, "demo", "default", demo_overrides(c), threads, to_config(c));
+  }
+  const auto results = run_demo(c, on_done);
+  const Config summary = demo_summary(results);
+  if (!out.empty()) {
+    write_demo_records(out, c, results);
+    write_summary(out, "demo", summary);
+  }
+  return summary;
+}
+
+Experiment demo_experiment() {
+  Experiment e;
+  e.name = "demo";
+  e.description = "LN-Nets vs PLN-Nets vs a Tanh net on cos(3 pi x) (`pln demo`)";
+  e.defaults = to_config(DemoConfig{});
+  e.metrics = {"ln_best_max_err", "pln_worst_max_err", "tanh_max_err", "seconds"};
+  e.plot_run = plot_run;
+  return e;
 }
 
 }  // namespace pln::exp

@@ -3,8 +3,19 @@
 // normalisation (LN-Net, PLN-Net) and a Tanh reference net, fitted to
 // cos(3 pi x) on [-1, 1]. An LN-Net has at most one interior stationary point,
 // so it cannot follow three oscillations whatever its width; a PLN-Net can.
+//
+// `pln demo --out DIR` keeps the records every run keeps (common/run.h):
+// config.json, summary.json (experiment "demo"), models.csv (one row per
+// network) and fit.csv (every network on the test grid), which `pln plot` and
+// `pln validate --check` read as they read a family's run. The demo is no
+// family (demo_experiment() is not in experiments()): it has no presets or
+// grids, and its options are the command's flags.
+
+#include "common/config.h"
+#include "common/experiment.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,14 +40,46 @@ struct DemoResult {
   double rel_l2 = 0;       ///< ||f - f*|| / ||f*|| on the test grid
   double final_loss = 0;   ///< training MSE at the last step
   double seconds = 0;
+  std::vector<double> fit;  ///< the network on the test grid
 };
 
 /// Validates the configuration; throws std::invalid_argument naming the field.
 void validate(const DemoConfig& config);
 
+/// The configuration as config.json records it: every field, and the schedule
+/// the demo trains with (cosine from lr to lr / 100, no warmup; common/schedule.h keys).
+Config to_config(const DemoConfig& config);
+
+/// `key=value` for every key of `config` that differs from the defaults: the
+/// flags that reproduce the run.
+std::vector<std::string> demo_overrides(const DemoConfig& config);
+
 /// Trains every model of the demo; `on_done` (optional) sees each result as it
 /// finishes. Throws std::runtime_error naming the model if its loss stops being finite.
 std::vector<DemoResult> run_demo(const DemoConfig& config,
                                  const std::function<void(const DemoResult&)>& on_done = {});
+
+/// The metrics of summary.json: the smallest max error of the LN-Nets, the
+/// largest of the PLN-Nets, the Tanh-Net's, the seconds in all, and every
+/// model's row under "results".
+Config demo_summary(const std::vector<DemoResult>& results);
+
+/// Writes models.csv and fit.csv into `out` (the test grid, the target, then
+/// one column per network, named "<model> <width>").
+void write_demo_records(const std::filesystem::path& out, const DemoConfig& config,
+                        const std::vector<DemoResult>& results);
+
+/// run_demo with the records of a run kept in `out` ("": none): config.json
+/// before training (common/run.h's write_run_config, preset "default" and the
+/// flags that differ from the defaults as overrides), then models.csv, fit.csv
+/// and last summary.json (write_summary). `threads` is recorded, not set.
+/// Returns summary.json's metrics (demo_summary).
+Config run_demo_recorded(const DemoConfig& config, int threads, const std::filesystem::path& out,
+                         const std::function<void(const DemoResult&)>& on_done = {});
+
+/// The demo as its records describe it: name "demo", its defaults, metrics and
+/// figure (plot_run: every network against the target, from fit.csv). No
+/// presets, grids or run function: `pln demo` runs it.
+Experiment demo_experiment();
 
 }  // namespace pln::exp

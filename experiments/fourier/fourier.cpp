@@ -1,11 +1,13 @@
 #include "fourier/fourier.h"
 
 #include "common/atomic_file.h"
+#include "common/checkpoint.h"
 #include "common/csv.h"
 #include "common/grid.h"
 #include "common/progress.h"
 #include "common/schedule.h"
 #include "common/snapshot.h"
+#include "common/tensor_csv.h"
 #include "fourier/target.h"
 
 #include <fmt/format.h>
@@ -30,23 +32,16 @@ Config defaults() {
   return {{"layer", "pln"}, {"group", 4}, {"affine", true}, {"width", 256}, {"depth", 1},
           {"K", 8}, {"n_train", 0}, {"target_seed", 0}, {"lr", 3e-3}, {"schedule", "cosine"},
           {"warmup", 100}, {"lr_floor", 0.01}, {"steps", 3000}, {"seed", 0},
-          {"dtype", "float32"}, {"log_every", 1}, {"device", "cpu"}};
+          {"dtype", "float32"}, {"log_every", 1}, {"checkpoint_every", 1000}, {"device", "cpu"}};
 }
 
-Config preset(const std::string& name) {
-  Config c = defaults();
-  if (name == "smoke") {
-    c.update(Config{{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}});
-  } else if (name == "paper") {
-    c.update(Config{{"steps", 10000}, {"warmup", 500}});
-  }
-  return c;
-}
-
+// Every key, read once.
 struct Setup {
   int64_t width, depth, group, K, n_train;
   std::string layer;
   torch::Dtype dtype;
+  bool affine = true;
+  int64_t steps = 0, log_every = 1, checkpoint_every = 0, seed = 0, target_seed = 0;
 };
 
 Setup setup_from(const Config& c) {
@@ -55,14 +50,13 @@ Setup setup_from(const Config& c) {
   Setup s{get_int(c, "width"), get_int(c, "depth"), get_int(c, "group"), get_int(c, "K"),
           get_int(c, "n_train"), get_string(c, "layer"),
           get_string(c, "dtype") == "float64" ? torch::kFloat64 : torch::kFloat32};
-  const auto at_least = [](const char* key, int64_t value, int64_t low) {
-    if (value < low) throw std::invalid_argument(fmt::format("fourier: {} must be >= {}, got {}", key, low, value));
-  };
-  at_least("width", s.width, 1);
-  at_least("depth", s.depth, 1);
-  at_least("K", s.K, 1);
-  at_least("steps", get_int(c, "steps"), 1);
-  at_least("log_every", get_int(c, "log_every"), 1);
+  for (const char* key : {"width", "depth", "K"}) require_range<int64_t>(c, key, 1, kUnbounded<int64_t>, "fourier");
+  s.steps = require_range<int64_t>(c, "steps", 1, kUnbounded<int64_t>, "fourier");
+  s.log_every = require_range<int64_t>(c, "log_every", 1, kUnbounded<int64_t>, "fourier");
+  s.checkpoint_every = require_range<int64_t>(c, "checkpoint_every", 0, kUnbounded<int64_t>, "fourier");
+  s.affine = get_bool(c, "affine");
+  s.seed = get_int(c, "seed");
+  s.target_seed = get_int(c, "target_seed");
   if ((s.layer == "pln" || s.layer == "pls") && (s.group < 1 || s.width % s.group != 0)) {
     throw std::invalid_argument(fmt::format("fourier: width ({}) must be a positive multiple of group ({})",
                                             s.width, s.group));
@@ -94,26 +88,19 @@ void write_fit(torch::nn::Sequential& net, const FourierTarget& target, const to
   torch::NoGradGuard no_grad;
   const auto pred = net->forward(x).reshape(-1).to(torch::kCPU, torch::kFloat64).contiguous();
   const auto xs = x.reshape(-1).to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto f = target(xs).contiguous();
-  CsvTable table;
-  table.header = {"x", "prediction", "target"};
-  for (int64_t i = 0; i < xs.size(0); ++i) {
-    table.rows.push_back({number_text(xs[i].item<double>()), number_text(pred[i].item<double>()),
-                          number_text(f[i].item<double>())});
-  }
-  write_file_atomic(path, to_csv(table));
+  write_tensor_columns(path, {"x", "prediction", "target"}, {xs, pred, target(xs)});
 }
 
 Config run(const Config& c, const RunContext& ctx) {
   const Setup s = setup_from(c);
   const auto start = Clock::now();
-  const auto target = make_target(s.K, static_cast<uint64_t>(get_int(c, "target_seed")));
+  const auto target = make_target(s.K, static_cast<uint64_t>(s.target_seed));
   // The target is evaluated on the host (the same on every device), then moved.
   const auto x_host = training_points(s.n_train, s.dtype), x_test_host = test_points(s.n_train, s.dtype);
   const auto x = x_host.to(ctx.device), y = target(x_host).unsqueeze(1).to(ctx.device);
   const auto x_test = x_test_host.to(ctx.device), y_test = target(x_test_host).to(ctx.device);
 
-  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  torch::manual_seed(static_cast<uint64_t>(s.seed));
   auto net = make_network(c);
   net->to(ctx.device);
   int64_t n_params = 0;
@@ -121,31 +108,43 @@ Config run(const Config& c, const RunContext& ctx) {
   fmt::print("target: {} modes, unit RMS; {} training points, {} test points\nnetwork ({} parameters):\n{}\n",
              s.K, s.n_train, x_test.size(0), n_params, c10::str(*net));
 
-  const int64_t steps = get_int(c, "steps"), log_every = get_int(c, "log_every");
-  const auto schedule = schedule_from_config(c, steps);
+  const auto schedule = schedule_from_config(c, s.steps);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
-  Progress progress("fourier", steps);
+  Checkpointer checkpoints(ctx, c, *net, optimizer);
+  TrainingState state;
+  double loss_value = NAN;
+  if (checkpoints.resume(state)) {
+    log.restore(state.logs.at("train.csv"));
+    loss_value = state.values.value("loss", double(NAN));
+  }
+  Progress progress("fourier", s.steps);
   DivergenceGuard guard("fourier");
-  double loss_value = NAN, train_seconds = 0;
-  int64_t done = 0;
-  for (int64_t step = 0; step < steps; ++step) {
+  const double elapsed_before = state.elapsed_seconds;
+  while (state.step < s.steps) {
     const auto t0 = Clock::now();
-    const double lr = schedule.at(step);
+    const double lr = schedule.at(state.step);
     set_learning_rate(optimizer, lr);
     optimizer.zero_grad();
     const auto loss = torch::mse_loss(net->forward(x), y);
     const double value = loss.item<double>();
-    if (!guard.check(value, step, *net)) break;
+    if (!guard.check(value, state.step, *net)) break;
     loss.backward();
     guard.keep(*net);
     optimizer.step();
-    train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    state.train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
-    done = step + 1;
-    if (done % log_every == 0 || done == steps) log.add({double(done), value, lr});
+    const int64_t done = ++state.step;
+    if (done % s.log_every == 0 || done == s.steps) log.add({double(done), value, lr});
     progress.update(done, fmt::format("loss {:.3e}", value));
+    if (s.checkpoint_every > 0 && done % s.checkpoint_every == 0 && done != s.steps) {
+      state.values = {{"loss", value}};
+      state.logs["train.csv"] = log.table();
+      state.elapsed_seconds = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
+      checkpoints.save(state);
+    }
   }
+  const int64_t done = state.step;
   progress.finish(fmt::format("loss {:.3e}", loss_value));
   log.flush();
 
@@ -156,8 +155,8 @@ Config run(const Config& c, const RunContext& ctx) {
   write_fit(net, target, x_test, ctx.out / "fit.csv");
   return {{"rel_l2", rel_l2}, {"max_err", max_err}, {"final_loss", loss_value}, {"steps_done", done},
           {"diverged_at", guard.diverged_at()}, {"n_train_used", s.n_train}, {"n_params", n_params},
-          {"seconds", std::chrono::duration<double>(Clock::now() - start).count()},
-          {"iters_per_s", train_seconds > 0 ? double(done) / train_seconds : 0.0}};
+          {"seconds", elapsed_before + std::chrono::duration<double>(Clock::now() - start).count()},
+          {"steps_per_s", state.train_seconds > 0 ? double(done) / state.train_seconds : 0.0}};
 }
 
 GridAxis models(const std::vector<std::pair<std::string, int64_t>>& which) {
@@ -210,13 +209,15 @@ torch::nn::Sequential make_network(const Config& c) {
 }  // namespace fourier
 
 Experiment fourier_experiment() {
-  Experiment e;
-  e.name = "fourier";
-  e.description = "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks";
-  e.presets = {"smoke", "cpu", "paper"};
-  e.preset = fourier::preset;
+  Experiment e("fourier", "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks");
+  e.defaults = fourier::defaults();
+  e.presets = {{"smoke", {{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}}},
+               {"cpu", {{"steps", 3000}, {"warmup", 100}}},
+               {"paper", {{"steps", 10000}, {"warmup", 500}}}};
+  e.renamed = {{"iters_per_s", "steps_per_s"}};
   e.grids = fourier::grids();
   e.run = fourier::run;
+  e.resumable = true;
   e.metrics = {"rel_l2", "max_err", "final_loss", "seconds"};
   e.plot_grid = fourier::plot_grid;
   e.figure_inputs = fourier::figure_inputs;

@@ -125,13 +125,12 @@ std::string safe(const std::string& label) {
 void draw_error_vs_width(const Summary& s, const fs::path& out) {
   const auto data_dir = out / "plot-data";
   fs::create_directories(data_dir);
-  // Ticks at the widths plotted: a log axis spanning less than a decade gets none of its own.
-  std::string xtics;
-  for (const auto w : s.widths) xtics += fmt::format("{}'{}' {}", xtics.empty() ? "" : ", ", w, w);
-  std::string body = "set datafile separator ','\nset grid\nset logscale xy\nset format y '10^{%L}'\n"
-                     "set xlabel 'width'\nset ylabel 'relative L2 error (test)'\nset key outside bottom center horizontal\n";
-  body += fmt::format("set xtics ({})\nset xrange [{}:{}]\nset multiplot layout 1,{}\n", xtics,
-                      0.8 * double(s.widths.front()), 1.25 * double(s.widths.back()), s.Ks.size());
+  const int panel_width = std::max<int>(600, 420 * static_cast<int>(s.Ks.size())) / static_cast<int>(s.Ks.size());
+  std::string body = "set datafile separator ','\nset grid\nset logscale y\nset format y '10^{%L}'\n"
+                     "set xlabel 'width'\nset ylabel 'relative L2 error (test)'\n" +
+                     log_axis("x", std::vector<double>(s.widths.begin(), s.widths.end())) +
+                     key_below(s.models, panel_width) +
+                     fmt::format("set multiplot layout 1,{}\n", s.Ks.size());
   for (const auto K : s.Ks) {
     body += fmt::format("set title 'K = {}'\nplot ", K);
     bool first = true;
@@ -148,10 +147,10 @@ void draw_error_vs_width(const Summary& s, const fs::path& out) {
                           gnuplot_quote(file.string()), gnuplot_quote(m));
       first = false;
     }
-    body += "\n";
+    body += "\nunset key\n";  // the first panel's key serves them all
   }
   body += "unset multiplot\n";
-  render_figure(out / "error_vs_width", body, std::max<int>(600, 420 * static_cast<int>(s.Ks.size())), 520);
+  render_figure(out / "error_vs_width", body, panel_width * static_cast<int>(s.Ks.size()), 520);
 }
 
 // error_table.md: the median test error of every model, K and width.
@@ -179,14 +178,13 @@ void write_error_table(const Summary& s, const fs::path& out) {
 // slopes.md / slopes.csv: the rate of the medians, and its spread over every
 // (seed, learning rate) pair fitted on its own.
 void write_slopes(const Summary& s, const fs::path& out) {
-  std::string md = "| model |", csv = "model";
+  std::vector<std::string> columns = {"model"};
+  std::string csv = "model";
   for (const auto K : s.Ks) {
-    md += fmt::format(" K = {} |", K);
+    columns.push_back(fmt::format("K = {}", K));
     csv += fmt::format(",K_{},K_{}_min,K_{}_max", K, K, K);
   }
-  md += "\n|---|";
-  for (size_t i = 0; i < s.Ks.size(); ++i) md += "---|";
-  md += "\n";
+  std::string md = markdown_head(columns);
   csv += "\n";
   for (const auto& m : s.models) {
     md += "| " + m + " |";
@@ -234,12 +232,13 @@ void draw_fits(const Summary& s, const fs::path& dir, const fs::path& out) {
   if (fits.empty()) return;
   const int cols = std::min<int>(3, static_cast<int>(fits.size()));
   const int rows = (static_cast<int>(fits.size()) + cols - 1) / cols;
-  std::string body = fmt::format("set datafile separator ','\nset grid\nset key below horizontal\nset xlabel 'x'\n"
-                                 "set multiplot layout {},{} title 'K = {}, width {}'\n",
-                                 rows, cols, s.Ks.back(), s.widths.back());
+  std::string body = "set datafile separator ','\nset grid\nset xlabel 'x'\nset ylabel 'f(x)'\n" +
+                     key_below({"target", "network"}, 400) +
+                     fmt::format("set multiplot layout {},{} title 'K = {}, width {}'\n", rows, cols, s.Ks.back(),
+                                 s.widths.back());
   for (const auto& [m, file] : fits) {
     body += fmt::format("set title {}\nplot {} skip 1 using 1:3 with lines dt 2 lc 'black' title 'target', "
-                        "'' skip 1 using 1:2 with lines lw 1.5 title 'network'\n",
+                        "'' skip 1 using 1:2 with lines lw 1.5 title 'network'\nunset key\n",
                         gnuplot_quote(m), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
@@ -249,20 +248,17 @@ void draw_fits(const Summary& s, const fs::path& dir, const fs::path& out) {
 }  // namespace
 
 void plot_run(const fs::path& dir, const fs::path& out) {
-  if (!fs::exists(dir / "fit.csv") || !fs::exists(dir / "train.csv")) {
-    throw std::runtime_error(dir.string() + " is not a finished fourier run (no fit.csv or train.csv)");
-  }
-  const auto q = [&](const char* name) { return gnuplot_quote((dir / name).string()); };
+  const auto files = quoted_run_files(dir, {"fit.csv", "train.csv"}, "fourier");
   fs::create_directories(out);
   render_figure(out / "fit",
                 "set datafile separator ','\nset grid\nset multiplot layout 1,2\nset xlabel 'x'\nset ylabel 'f(x)'\n"
-                "set title 'fit'\nset key bottom right\n" +
+                "set title 'fit'\n" + key_below({"target", "network"}, 600) +
                     fmt::format("plot {} skip 1 using 1:3 with lines dt 2 lc 'black' title 'target', "
-                                "'' skip 1 using 1:2 with lines lw 1.5 title 'network'\n",
-                                q("fit.csv")) +
+                                "'' skip 1 using 1:2 with lines lw 1.5 title 'network'\nunset key\n",
+                                files.at("fit.csv")) +
                     "set title 'training loss'\nset xlabel 'step'\nset ylabel 'MSE'\nset logscale y\n"
                     "set format y '10^{%L}'\n" +
-                    fmt::format("plot {} skip 1 using 1:2 with lines notitle\nunset multiplot\n", q("train.csv")),
+                    fmt::format("plot {} skip 1 using 1:2 with lines notitle\nunset multiplot\n", files.at("train.csv")),
                 1200, 450);
 }
 

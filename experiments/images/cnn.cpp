@@ -7,34 +7,16 @@
 #include "images/models.h"
 #include "images/train.h"
 
+
 namespace pln::exp {
 
 namespace {
 
-Config cnn_preset(const std::string& name) {
-  Config c = images::image_defaults();
-  c.update(Config{{"group", 4}});
-  if (name == "smoke") {
-    c.update(Config{{"n_train", 256}, {"n_test", 256}, {"width", 8}, {"epochs", 2}, {"batch_size", 64}});
-  } else if (name == "cpu") {
-    c.update(Config{{"n_train", 1000}, {"n_test", 2000}, {"width", 32}, {"depth", 2}, {"epochs", 40}});
-  } else if (name == "paper") {
-    c.update(Config{{"data", "cifar10"}, {"width", 64}, {"depth", 2}, {"epochs", 100}, {"augment", true},
-                    {"weight_decay", 5e-4}});
-  }
-  return c;
-}
-
 Config cnn_run(const Config& c, const RunContext& ctx) {
-  images::BlockSpec spec{get_string(c, "norm"), get_int(c, "group"), get_string(c, "act"), get_string(c, "axis")};
-  return images::train_classifier(
-      c, ctx,
-      [spec](const Config& cfg, int64_t in, int64_t size, int64_t classes) {
-        auto net = images::make_cnn(in, size, get_int(cfg, "width"), get_int(cfg, "depth"), classes, spec);
-        images::init_weights(*net, get_double(cfg, "init_scale"), get_double(cfg, "bias_init"));
-        return net;
-      },
-      1, "cnn");
+  const auto build = [&c](const images::BlockSpec& spec, int64_t channels, int64_t size, int64_t classes) {
+    return images::make_cnn(channels, size, get_int(c, "width"), get_int(c, "depth"), classes, spec);
+  };
+  return images::run_classifier(c, ctx, build, 1, "cnn");
 }
 
 GridAxis models(bool with_mixed) {
@@ -57,12 +39,16 @@ GridAxis labels() {
 }  // namespace
 
 Experiment cnn_experiment() {
-  Experiment e;
-  e.name = "cnn";
-  e.description = "CNNs with PLN/PLS/LN/BN/no norm on Fashion-MNIST or CIFAR-10, clean or fixed random labels";
-  e.presets = {"smoke", "cpu", "paper"};
-  e.preset = cnn_preset;
+  Experiment e("cnn", "CNNs with PLN/PLS/LN/BN/no norm on Fashion-MNIST or CIFAR-10, clean or fixed random labels");
+  e.defaults = images::image_defaults();
+  e.defaults.update(Config{{"group", 4}});
+  e.presets = {
+      {"smoke", {{"n_train", 256}, {"n_test", 256}, {"width", 8}, {"epochs", 2}, {"batch_size", 64}}},
+      {"cpu", {{"n_train", 1000}, {"n_test", 2000}, {"width", 32}, {"depth", 2}, {"epochs", 40}}},
+      {"paper", {{"data", "cifar10"}, {"width", 64}, {"depth", 2}, {"epochs", 100}, {"augment", true},
+                 {"weight_decay", 5e-4}}}};
   e.run = cnn_run;
+  e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
   e.grids["smoke"] = {"PLN(4) and ReLU CNNs on 256 random-label images", "smoke", Config{{"labels", "random"}},
                       {{"model", {models(false).values[0], models(false).values[3]}}}};

@@ -23,13 +23,8 @@ namespace fs = std::filesystem;
 
 void plot_run(const fs::path& dir, const fs::path& out) {
   if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a finished image run (no epochs.csv)");
-  const auto f = gnuplot_quote((dir / "epochs.csv").string());
   fs::create_directories(out);
-  render_figure(out / "accuracy",
-                "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
-                "set key bottom right\n" +
-                    fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "
-                                "1:4 with linespoints title 'test'\n", f));
+  render_epoch_curves(out / "accuracy", dir / "epochs.csv", {{3, "train (running)"}, {4, "test"}});
 }
 
 void plot_accuracy_table(const fs::path& dir, const CsvTable& t, const fs::path& out) {
@@ -98,18 +93,14 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
   write_file_atomic(out / "heatmap.md", md);
   // Cells are drawn on index coordinates, labelled with the values, so every
   // (lr, scale) pair gets its own box whatever the spacing of the values.
-  const auto tics = [](const std::set<double>& values) {
-    std::string out;
-    int index = 0;
-    for (double v : values) out += fmt::format("{}\"{}\" {}", out.empty() ? "" : ", ", v, index++);
-    return "(" + out + ")";
-  };
   const auto data_dir = out / "plot-data";
   std::filesystem::create_directories(data_dir);
   std::string body = fmt::format(
-      "set datafile separator ','\nset cbrange [0:1]\nset xlabel 'learning rate'\nset ylabel 'init scale'\n"
-      "set xtics {}\nset ytics {}\nset xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset multiplot layout 1,{}\n",
-      tics(lrs), tics(scales), double(lrs.size()) - 0.5, double(scales.size()) - 0.5, variants.size());
+      "set datafile separator ','\nset cbrange [0:1]\nset cbtics 0.2\nset cblabel 'training accuracy'\n"
+      "set xlabel 'learning rate'\nset ylabel 'init scale'\nset xtics {}\nset ytics {}\nset xrange [-0.5:{}]\n"
+      "set yrange [-0.5:{}]\nset multiplot layout 1,{} title 'median final training accuracy over seeds'\n",
+      tics_at_index({lrs.begin(), lrs.end()}), tics_at_index({scales.begin(), scales.end()}),
+      double(lrs.size()) - 0.5, double(scales.size()) - 0.5, variants.size());
   for (const auto& v : variants) {
     std::string csv;
     int i = 0;
@@ -125,12 +116,13 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     for (char ch : v) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
     const auto file = data_dir / ("heat_" + safe + ".csv");
     write_file_atomic(file, csv);
-    body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)) "
-                        "with labels tc 'white' font ',8' notitle\n",
+    // Values in black on the bright (high) end of the palette, in white on the dark end.
+    body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)):"
+                        "($3 > 0.6 ? 0 : 0xffffff) with labels tc rgb variable font ',9' notitle\n",
                         gnuplot_quote(v), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
-  render_figure(out / "heatmap", body, 380 * static_cast<int>(variants.size()), 380);
+  render_figure(out / "heatmap", body, 400 * static_cast<int>(variants.size()), 420);
 }
 
 }  // namespace pln::exp::images

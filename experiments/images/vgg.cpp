@@ -10,33 +10,17 @@
 
 #include <cmath>
 
+#include <stdexcept>
+
 namespace pln::exp {
 
 namespace {
 
-Config vgg_preset(const std::string& name) {
-  Config c = images::image_defaults();
-  c.update(Config{{"width", 64}, {"group", 8}, {"lr", 0.01}});
-  if (name == "smoke") {
-    c.update(Config{{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}});
-  } else if (name == "cpu") {
-    c.update(Config{{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"epochs", 5}});
-  } else if (name == "paper") {
-    c.update(Config{{"data", "cifar10"}, {"epochs", 60}, {"augment", true}, {"weight_decay", 5e-4}});
-  }
-  return c;
-}
-
 Config vgg_run(const Config& c, const RunContext& ctx) {
-  images::BlockSpec spec{get_string(c, "norm"), get_int(c, "group"), get_string(c, "act"), get_string(c, "axis")};
-  return images::train_classifier(
-      c, ctx,
-      [spec](const Config& cfg, int64_t in, int64_t, int64_t classes) {
-        auto net = images::make_vgg16(in, get_int(cfg, "width"), classes, spec);
-        images::init_weights(*net, get_double(cfg, "init_scale"), get_double(cfg, "bias_init"));
-        return net;
-      },
-      32, "vgg");
+  const auto build = [&c](const images::BlockSpec& spec, int64_t channels, int64_t, int64_t classes) {
+    return images::make_vgg16(channels, get_int(c, "width"), classes, spec);
+  };
+  return images::run_classifier(c, ctx, build, 32, "vgg");
 }
 
 Config variant(const std::string& norm, const std::string& act) {
@@ -74,12 +58,14 @@ GridAxis bias_study_models() {
 }  // namespace
 
 Experiment vgg_experiment() {
-  Experiment e;
-  e.name = "vgg";
-  e.description = "VGG-16 with PLN[8] as the only nonlinearity, or BN/LN with ReLU/Tanh; He init x init_scale";
-  e.presets = {"smoke", "cpu", "paper"};
-  e.preset = vgg_preset;
+  Experiment e("vgg", "VGG-16 with PLN[8] as the only nonlinearity, or BN/LN with ReLU/Tanh; He init x init_scale");
+  e.defaults = images::image_defaults();
+  e.defaults.update(Config{{"width", 64}, {"group", 8}, {"lr", 0.01}});
+  e.presets = {{"smoke", {{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}}},
+               {"cpu", {{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"epochs", 5}}},
+               {"paper", {{"data", "cifar10"}, {"epochs", 60}, {"augment", true}, {"weight_decay", 5e-4}}}};
   e.run = vgg_run;
+  e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
   e.grids["smoke"] = {"PLN[8] and BN+ReLU VGG-16 (width 8) on 128 images", "smoke", Config::object(),
                       {{"variant", {variants().values[0], variants().values[2]}}}};

@@ -1,11 +1,13 @@
 #include "pinn/pinn.h"
 
 #include "common/atomic_file.h"
+#include "common/checkpoint.h"
 #include "common/csv.h"
 #include "common/grid.h"
 #include "common/progress.h"
 #include "common/schedule.h"
 #include "common/snapshot.h"
+#include "common/tensor_csv.h"
 #include "pinn/network.h"
 #include "pinn/ntk.h"
 #include "pinn/problem.h"
@@ -30,27 +32,21 @@ Config defaults() {
       {"problem", "helmholtz1d"}, {"width", 128}, {"depth", 3}, {"norm", "pln"}, {"group", 4},
       {"act", "none"}, {"optimizer", "adam"}, {"lr", 1e-3}, {"momentum", 0.9},
       {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
-      {"gamma", 0.5}, {"iters", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
+      {"gamma", 0.5}, {"steps", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
       {"bc_weight", 1.0}, {"n_test", 1001}, {"seed", 0}, {"dtype", "float64"},
-      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1}, {"device", "cpu"}};
+      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1},
+      {"checkpoint_every", 1000}, {"device", "cpu"}};
 }
 
-Config preset(const std::string& name) {
-  Config c = defaults();
-  if (name == "smoke") {
-    c.update(Config{{"width", 16}, {"depth", 2}, {"iters", 40}, {"n_interior", 64}, {"n_test", 101},
-                    {"eval_every", 20}, {"ntk_every", 20}});
-  } else if (name == "paper") {
-    c.update(Config{{"iters", 20000}, {"n_interior", 5000}, {"eval_every", 500}, {"ntk_every", 5000}});
-  }
-  return c;
-}
-
+// Every key, read once.
 struct Setup {
   Problem problem;
   NetSpec net;
   torch::Dtype dtype;
   int64_t n_boundary;
+  int64_t steps = 0, log_every = 1, eval_every = 0, ntk_every = 0, checkpoint_every = 0, n_interior = 0, n_test = 0;
+  double bc_weight = 1, momentum = 0;
+  bool adam = true, ntk_eigenvalues = false;
 };
 
 Setup setup_from(const Config& c) {
@@ -66,17 +62,17 @@ Setup setup_from(const Config& c) {
   s.net.act = get_string(c, "act");
   s.net.validate();
   if (s.n_boundary == 0) s.n_boundary = s.problem.dim == 1 ? 2 : 256;
-  const auto positive = [&](const char* key) {
-    if (get_int(c, key) < 1) throw std::invalid_argument(fmt::format("pinn: {} must be >= 1, got {}", key, get_int(c, key)));
-  };
-  positive("iters");
-  positive("log_every");
-  for (const char* key : {"eval_every", "ntk_every"}) {
-    if (get_int(c, key) < 0) throw std::invalid_argument(fmt::format("pinn: {} must be >= 0, got {}", key, get_int(c, key)));
-  }
-  if (!(get_double(c, "bc_weight") >= 0)) {
-    throw std::invalid_argument(fmt::format("pinn: bc_weight must be >= 0, got {}", get_double(c, "bc_weight")));
-  }
+  s.steps = require_range<int64_t>(c, "steps", 1, kUnbounded<int64_t>, "pinn");
+  s.log_every = require_range<int64_t>(c, "log_every", 1, kUnbounded<int64_t>, "pinn");
+  s.eval_every = require_range<int64_t>(c, "eval_every", 0, kUnbounded<int64_t>, "pinn");
+  s.ntk_every = require_range<int64_t>(c, "ntk_every", 0, kUnbounded<int64_t>, "pinn");
+  s.checkpoint_every = require_range<int64_t>(c, "checkpoint_every", 0, kUnbounded<int64_t>, "pinn");
+  s.n_interior = require_range<int64_t>(c, "n_interior", 1, kUnbounded<int64_t>, "pinn");
+  s.n_test = require_range<int64_t>(c, "n_test", 2, kUnbounded<int64_t>, "pinn");
+  s.bc_weight = require_range<double>(c, "bc_weight", 0.0, kUnbounded<double>, "pinn");
+  s.momentum = require_range<double>(c, "momentum", 0.0, kUnbounded<double>, "pinn");
+  s.adam = get_string(c, "optimizer") == "adam";
+  s.ntk_eigenvalues = get_bool(c, "ntk_eigenvalues");
   return s;
 }
 
@@ -118,12 +114,26 @@ class NtkLog {
         }
       }
     }
-    write_file_atomic(dir_ / "ntk.csv", to_csv(table_));
-    if (eigenvalues_) write_file_atomic(dir_ / "ntk_eigenvalues.csv", to_csv(eig_));
+    write();
     return last;  // the last set: "all"
   }
 
+  void save(TrainingState& state) const {
+    state.logs["ntk.csv"] = table_;
+    if (eigenvalues_) state.logs["ntk_eigenvalues.csv"] = eig_;
+  }
+  void restore(const TrainingState& state) {
+    if (state.logs.count("ntk.csv")) table_ = state.logs.at("ntk.csv");
+    if (state.logs.count("ntk_eigenvalues.csv")) eig_ = state.logs.at("ntk_eigenvalues.csv");
+    write();
+  }
+
  private:
+  void write() const {
+    write_file_atomic(dir_ / "ntk.csv", to_csv(table_));
+    if (eigenvalues_) write_file_atomic(dir_ / "ntk_eigenvalues.csv", to_csv(eig_));
+  }
+
   std::filesystem::path dir_;
   bool eigenvalues_;
   CsvTable table_, eig_;
@@ -136,16 +146,7 @@ void write_solution(PinnNet& net, const Problem& problem, int64_t n, torch::Dtyp
   // In 2-D the curve is the line y = 1/8, where sin(4 pi y) = 1.
   if (problem.dim == 2) x = torch::cat({x, torch::full_like(x, 0.125)}, 1);
   x = x.to(device, dtype);
-  const auto u = net->forward(x).squeeze(1).to(torch::kCPU, torch::kFloat64);
-  const auto exact = problem.exact(x).to(torch::kCPU, torch::kFloat64);
-  CsvTable table;
-  table.header = {"x", "u", "exact"};
-  const auto xs = x.select(1, 0).to(torch::kCPU, torch::kFloat64).contiguous();
-  for (int64_t i = 0; i < n; ++i) {
-    table.rows.push_back({number_text(xs[i].item<double>()), number_text(u[i].item<double>()),
-                          number_text(exact[i].item<double>())});
-  }
-  write_file_atomic(path, to_csv(table));
+  write_tensor_columns(path, {"x", "u", "exact"}, {x.select(1, 0), net->forward(x).squeeze(1), problem.exact(x)});
 }
 
 Config run(const Config& c, const RunContext& ctx) {
@@ -157,79 +158,94 @@ Config run(const Config& c, const RunContext& ctx) {
   fmt::print("network ({} parameters):\n{}\n", net->parameter_count(), c10::str(*net));
 
   // Points are drawn on the host (the same on every device), then moved.
-  const auto x_int = s.problem.interior(get_int(c, "n_interior"), s.dtype).to(ctx.device);
+  const auto x_int = s.problem.interior(s.n_interior, s.dtype).to(ctx.device);
   const auto x_bd = s.problem.boundary(s.n_boundary, s.dtype).to(ctx.device);
   const auto u_bd = s.problem.exact(x_bd);
-  const auto test = s.problem.test_grid(get_int(c, "n_test"), s.dtype).to(ctx.device);
-  const double bc_weight = get_double(c, "bc_weight");
-  const int64_t iters = get_int(c, "iters"), eval_every = get_int(c, "eval_every"),
-                ntk_every = get_int(c, "ntk_every"), log_every = get_int(c, "log_every");
+  const auto test = s.problem.test_grid(s.n_test, s.dtype).to(ctx.device);
 
-  const auto schedule = schedule_from_config(c, iters);
+  const auto schedule = schedule_from_config(c, s.steps);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (get_string(c, "optimizer") == "adam") {
+  if (s.adam) {
     optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   } else {
-    optimizer = std::make_unique<torch::optim::SGD>(
-        net->parameters(), torch::optim::SGDOptions(schedule.lr).momentum(get_double(c, "momentum")));
+    optimizer = std::make_unique<torch::optim::SGD>(net->parameters(),
+                                                    torch::optim::SGDOptions(schedule.lr).momentum(s.momentum));
   }
 
   StepLog train_log(ctx.out / "train.csv", {"step", "loss", "loss_pde", "loss_bc", "lr"}, 500);
   StepLog eval_log(ctx.out / "eval.csv", {"step", "rel_l2", "mse"}, 1);
-  NtkLog ntk(ctx.out, get_bool(c, "ntk_eigenvalues"));
+  NtkLog ntk(ctx.out, s.ntk_eigenvalues);
   const std::vector<std::pair<std::string, torch::Tensor>> ntk_sets = {
       {"interior", s.problem.ntk_interior(s.dtype).to(ctx.device)},
       {"boundary", x_bd},
       {"all", torch::cat({s.problem.ntk_interior(s.dtype).to(ctx.device), x_bd})}};
-  if (ntk_every > 0) ntk.record(net, "init", 0, ntk_sets);
-  const auto initial = evaluate(net, s.problem, test);
-  eval_log.add({0, initial.rel_l2, initial.mse});
+  Checkpointer checkpoints(ctx, c, *net, *optimizer);
+  TrainingState state;
+  double loss_value = NAN;
+  if (checkpoints.resume(state)) {
+    train_log.restore(state.logs.at("train.csv"));
+    eval_log.restore(state.logs.at("eval.csv"));
+    ntk.restore(state);
+    loss_value = state.values.value("loss", double(NAN));
+  } else {
+    if (s.ntk_every > 0) ntk.record(net, "init", 0, ntk_sets);
+    const auto initial = evaluate(net, s.problem, test);
+    eval_log.add({0, initial.rel_l2, initial.mse});
+  }
 
-  Progress progress("pinn", iters);
+  Progress progress("pinn", s.steps);
   DivergenceGuard guard("pinn");
-  double train_seconds = 0, loss_value = NAN;
-  int64_t done = 0;
-  for (int64_t step = 0; step < iters; ++step) {
+  const double elapsed_before = state.elapsed_seconds;
+  for (; state.step < s.steps; ) {
     const auto t0 = Clock::now();
-    const double lr = schedule.at(step);
+    const double lr = schedule.at(state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
     const auto d = net->forward_jet(x_int);
     const auto loss_pde = s.problem.residual(d.laplacian(), d.value, x_int).square().mean();
     const auto loss_bc = (net->forward(x_bd).squeeze(1) - u_bd).square().mean();
-    const auto loss = loss_pde + bc_weight * loss_bc;
+    const auto loss = loss_pde + s.bc_weight * loss_bc;
     const double value = loss.item<double>();
-    if (!guard.check(value, step, *net)) break;
+    if (!guard.check(value, state.step, *net)) break;
     loss.backward();
     guard.keep(*net);
     optimizer->step();
-    train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    state.train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
-    done = step + 1;
-    if (done % log_every == 0 || done == iters) {
+    const int64_t done = ++state.step;
+    if (done % s.log_every == 0 || done == s.steps) {
       train_log.add({double(done), value, loss_pde.item<double>(), loss_bc.item<double>(), lr});
     }
-    if (eval_every > 0 && done % eval_every == 0) {
+    if (s.eval_every > 0 && done % s.eval_every == 0) {
       const auto e = evaluate(net, s.problem, test);
       eval_log.add({double(done), e.rel_l2, e.mse});
     }
-    if (ntk_every > 0 && done % ntk_every == 0 && done != iters) ntk.record(net, "train", done, ntk_sets);
+    if (s.ntk_every > 0 && done % s.ntk_every == 0 && done != s.steps) ntk.record(net, "train", done, ntk_sets);
     progress.update(done, fmt::format("loss {:.3e}", value));
+    if (s.checkpoint_every > 0 && done % s.checkpoint_every == 0 && done != s.steps) {
+      state.values = {{"loss", value}};
+      state.logs["train.csv"] = train_log.table();
+      state.logs["eval.csv"] = eval_log.table();
+      ntk.save(state);
+      state.elapsed_seconds = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
+      checkpoints.save(state);
+    }
   }
+  const int64_t done = state.step;
   progress.finish(fmt::format("loss {:.3e}", loss_value));
   train_log.flush();
   const auto final = evaluate(net, s.problem, test);
-  if (eval_every == 0 || done % eval_every != 0) eval_log.add({double(done), final.rel_l2, final.mse});
+  if (s.eval_every == 0 || done % s.eval_every != 0) eval_log.add({double(done), final.rel_l2, final.mse});
   Config summary = {{"rel_l2", final.rel_l2}, {"mse", final.mse}, {"final_loss", loss_value},
-                    {"iters", done}, {"diverged_at", guard.diverged_at()}, {"n_params", net->parameter_count()}};
-  if (ntk_every > 0) {
+                    {"steps_done", done}, {"diverged_at", guard.diverged_at()}, {"n_params", net->parameter_count()}};
+  if (s.ntk_every > 0) {
     const auto stats = ntk.record(net, "final", done, ntk_sets);
     summary["ntk_cond"] = stats.cond;
     summary["ntk_eff_rank_90"] = stats.eff_rank_90;
   }
-  write_solution(net, s.problem, get_int(c, "n_test"), s.dtype, ctx.device, ctx.out / "solution.csv");
-  summary["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
-  summary["iters_per_s"] = train_seconds > 0 ? double(done) / train_seconds : 0.0;
+  write_solution(net, s.problem, s.n_test, s.dtype, ctx.device, ctx.out / "solution.csv");
+  summary["seconds"] = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
+  summary["steps_per_s"] = state.train_seconds > 0 ? double(done) / state.train_seconds : 0.0;
   return summary;
 }
 
@@ -252,7 +268,7 @@ std::map<std::string, GridSpec> grids() {
                 {{"model", {{"LN", model("ln", 4, "none")}, {"PLN(4)", model("pln", 4, "none")}}},
                  integer_axis("seed", {0})}};
   g["cpu"] = {"the PINN table on 2 cores: 5 models x widths 128, 256, one lr and seed", "cpu",
-              Config{{"iters", 4000}, {"n_interior", 500}, {"ntk_every", 1000}, {"eval_every", 250}},
+              Config{{"steps", 4000}, {"n_interior", 500}, {"ntk_every", 1000}, {"eval_every", 250}},
               {models(), integer_axis("width", {128, 256}), number_axis("lr", {1e-3}), integer_axis("seed", {0})}};
   g["table"] = {"the paper's PINN table: 5 models x widths 128, 256 x 4 learning rates x 3 seeds",
                 "paper", Config::object(),
@@ -270,14 +286,20 @@ std::map<std::string, GridSpec> grids() {
 }  // namespace pinn
 
 Experiment pinn_experiment() {
-  Experiment e;
-  e.name = "pinn";
-  e.description = "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics";
-  e.presets = {"smoke", "cpu", "paper"};
-  e.preset = pinn::preset;
+  Experiment e("pinn", "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics");
+  e.defaults = pinn::defaults();
+  e.presets = {{"smoke", {{"width", 16}, {"depth", 2}, {"steps", 40}, {"n_interior", 64}, {"n_test", 101},
+                          {"eval_every", 20}, {"ntk_every", 20}}},
+               {"cpu", {{"steps", 3000}, {"n_interior", 1000}, {"eval_every", 250}, {"ntk_every", 1000}}},
+               {"paper", {{"steps", 20000}, {"n_interior", 5000}, {"eval_every", 500}, {"ntk_every", 5000}}}};
+  // Before the keys were named alike in every family: the configuration's
+  // `iters` (steps to train) was merged in records with the summary's (steps trained).
+  e.renamed = {{"iters", "steps"}, {"iters", "steps_done"}, {"iters_per_s", "steps_per_s"}};
   e.grids = pinn::grids();
   e.run = pinn::run;
-  e.metrics = {"rel_l2", "mse", "final_loss", "iters", "seconds", "iters_per_s"};
+  e.resumable = true;
+  e.metrics = {"rel_l2", "mse", "final_loss", "steps_done", "seconds", "steps_per_s"};
+  e.may_be_non_finite = {"ntk_cond"};  // inf when the output NTK is singular
   e.plot_grid = pinn::plot_grid;
   e.figure_inputs = pinn::figure_inputs;
   e.plot_run = pinn::plot_run;

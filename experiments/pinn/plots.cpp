@@ -32,9 +32,13 @@ std::string model_of(const CsvTable& t, size_t row) {
   return name.empty() ? "linear" : name;
 }
 
-std::string curve_plot(const std::vector<std::pair<std::string, fs::path>>& runs) {
-  std::string body = header() + "set multiplot layout 1,2\nset xlabel 'x'\nset title 'solution'\nset ylabel 'u(x)'\n"
-                                "set key below horizontal\n";
+std::string curve_plot(const std::vector<std::pair<std::string, fs::path>>& runs, int panel_width) {
+  std::vector<std::string> titles;
+  for (const auto& run : runs) titles.push_back(run.first);
+  titles.push_back("exact");
+  // Both panels draw the same runs in the same colours: one key under them.
+  std::string body = header() + key_below(titles, panel_width) +
+                     "set multiplot layout 1,2\nset xlabel 'x'\nset title 'solution'\nset ylabel 'u(x)'\n";
   std::string plots, errors;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto file = gnuplot_quote((runs[i].second / "solution.csv").string());
@@ -45,7 +49,7 @@ std::string curve_plot(const std::vector<std::pair<std::string, fs::path>>& runs
   }
   const auto first = gnuplot_quote((runs.front().second / "solution.csv").string());
   body += fmt::format("plot {}, {} skip 1 using 1:3 with lines dt 2 lc 'black' title 'exact'\n", plots, first);
-  body += "set title 'error'\nset ylabel '|u - u*|'\nset logscale y\nset format y '10^{%L}'\n";
+  body += "unset key\nset title 'error'\nset ylabel '|u - u*|'\nset logscale y\nset format y '10^{%L}'\n";
   body += "plot " + errors + "\nunset multiplot\n";
   return body;
 }
@@ -123,21 +127,21 @@ std::vector<std::pair<std::string, std::string>> curve_cells(const Best& b) {
 }  // namespace
 
 void plot_run(const fs::path& dir, const fs::path& out) {
-  if (!fs::exists(dir / "train.csv") || !fs::exists(dir / "solution.csv")) {
-    throw std::runtime_error(dir.string() + " is not a finished pinn run (no train.csv or solution.csv)");
-  }
-  const auto q = [&](const char* name) { return gnuplot_quote((dir / name).string()); };
+  const auto files = quoted_run_files(dir, {"train.csv", "eval.csv", "solution.csv"}, "pinn");
   fs::create_directories(out);
   render_figure(out / "training",
-                header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n"
-                           "set multiplot layout 1,2\nset title 'loss'\nset ylabel 'loss'\n" +
-                    fmt::format("plot {} skip 1 using 1:2 with lines title 'loss', '' skip 1 using 1:3 "
-                                "with lines title 'PDE', '' skip 1 using 1:4 with lines title 'boundary'\n",
-                                q("train.csv")) +
+                header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n" +
+                    key_below({"loss", "PDE", "boundary"}, 450) +
+                    "set multiplot layout 1,2\nset title 'loss'\nset ylabel 'loss'\n" +
+                    // The total is mostly the PDE term: drawn wider, under it, so both show.
+                    fmt::format("plot {} skip 1 using 1:2 with lines lw 3 title 'loss', '' skip 1 using 1:3 "
+                                "with lines dt 2 lw 1.5 title 'PDE', '' skip 1 using 1:4 with lines lw 1.5 "
+                                "title 'boundary'\nunset key\n",
+                                files.at("train.csv")) +
                     "set title 'relative L2 error'\nset ylabel '||u - u*|| / ||u*||'\n" +
                     fmt::format("plot {} skip 1 using 1:2 with linespoints notitle\nunset multiplot\n",
-                                q("eval.csv")));
-  render_figure(out / "solution", curve_plot({{"network", dir}}));
+                                files.at("eval.csv")));
+  render_figure(out / "solution", curve_plot({{"network", dir}}, 450));
 }
 
 std::vector<std::string> figure_inputs(const CsvTable& records) {
@@ -152,13 +156,10 @@ std::vector<std::string> figure_inputs(const CsvTable& records) {
 void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
   const Best b = best_runs(t, dir);
   fs::create_directories(out);
-  std::string md, csv = "model";
-  for (auto w : b.widths) csv += fmt::format(",width_{}", w);
-  md = "| model |";
-  for (auto w : b.widths) md += fmt::format(" width {} |", w);
-  md += "\n|---|";
-  for (size_t i = 0; i < b.widths.size(); ++i) md += "---|";
-  md += "\n";
+  std::vector<std::string> columns = {"model"};
+  std::string csv = "model";
+  for (auto w : b.widths) csv += fmt::format(",width_{}", w), columns.push_back(fmt::format("width {}", w));
+  std::string md = markdown_head(columns);
   csv += "\n";
   for (const auto& m : b.models) {
     md += "| " + m + " |";
@@ -182,7 +183,7 @@ void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
     if (fs::exists(dir / cell / "solution.csv")) runs.emplace_back(m, dir / cell);
   }
   if (runs.empty()) return;
-  render_figure(out / "solutions", curve_plot(runs), 1200, 500);
+  render_figure(out / "solutions", curve_plot(runs, 600), 1200, 500);
   std::string body = header() + "set logscale y\nset format y '10^{%L}'\nset xlabel 'step'\n"
                                 "set ylabel 'relative L2 error'\nset key outside right\n"
                                 "set title 'test error of the best run per model'\nplot ";

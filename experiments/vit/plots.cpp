@@ -95,10 +95,13 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& ou
     }
     const auto file = data_dir / fmt::format("group_sweep_{}.csv", labels);
     write_file_atomic(file, csv);
-    std::string body = fmt::format(
-        "set datafile separator ','\nset grid\nset logscale x 2\nset xlabel 'features per group g'\n"
-        "set ylabel {}\nset key bottom right\nset xrange [1.4:{}]\n",
-        gnuplot_quote(metric), sweep.by_group.empty() ? 128 : 2 * sweep.by_group.rbegin()->first);
+    std::vector<double> groups;
+    for (const auto& entry : sweep.by_group) groups.push_back(double(entry.first));
+    // The key below the plot: inside, it sits on the LN line or on an error bar.
+    std::string body = fmt::format("set datafile separator ','\nset grid\nset xlabel 'features per group g'\n"
+                                   "set ylabel {}\n",
+                                   gnuplot_quote(metric)) +
+                       log_axis("x", groups) + key_below({"PLN(g), median and range", "LN (g = C)"}, 800);
     body += fmt::format("plot {} skip 1 using 1:2:3:4 with yerrorlines lw 2 title 'PLN(g), median and range'",
                         gnuplot_quote(file.string()));
     if (std::isfinite(ln.median)) body += fmt::format(", {} with lines dt 2 lw 2 title 'LN (g = C)'", ln.median);
@@ -110,14 +113,9 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& ou
 
 void plot_run(const fs::path& dir, const fs::path& out) {
   if (!fs::exists(dir / "epochs.csv")) throw std::runtime_error(dir.string() + " is not a vit run (no epochs.csv)");
-  const auto f = gnuplot_quote((dir / "epochs.csv").string());
   fs::create_directories(out);
-  render_figure(out / "accuracy",
-                "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset ylabel 'accuracy'\nset yrange [0:1]\n"
-                "set key bottom right\n" +
-                    fmt::format("plot {} skip 1 using 1:3 with linespoints title 'train (running)', '' skip 1 using "
-                                "1:4 with linespoints title 'test top-1', '' skip 1 using 1:5 with linespoints title "
-                                "'test top-5'\n", f));
+  render_epoch_curves(out / "accuracy", dir / "epochs.csv",
+                      {{3, "train (running)"}, {4, "test top-1"}, {5, "test top-5"}});
 }
 
 }  // namespace pln::exp::vit

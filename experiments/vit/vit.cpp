@@ -14,26 +14,6 @@ namespace pln::exp {
 
 namespace {
 
-Config vit_preset(const std::string& name) {
-  Config c = vit::vit_defaults();
-  if (name == "smoke") {
-    c.update(Config{{"n_train", 512}, {"n_test", 256}, {"width", 32}, {"blocks", 2}, {"heads", 2}, {"group", 4},
-                    {"epochs", 2}, {"batch_size", 32}, {"lr", 3e-3}, {"warmup", 0.5}});
-  } else if (name == "cpu") {
-    c.update(Config{{"n_train", 4000}, {"n_test", 2000}, {"epochs", 12}, {"lr", 2e-3}});
-  } else if (name == "paper") {
-    c.update(Config{{"data", "cifar10"}, {"size", "tiny"}, {"patch", 4}, {"epochs", 100}, {"augment", true},
-                    {"warmup", 5.0}, {"label_smoothing", 0.1}, {"drop_path", 0.1}});
-  }
-  return c;
-}
-
-Config vit_run(const Config& c, const RunContext& ctx) {
-  auto summary = vit::train_vit(c, ctx, {ctx.resume, 0});
-  if (!summary) throw std::logic_error("vit: the run stopped before its last epoch");
-  return *summary;
-}
-
 // PLN(g) at every norm site for each g, and LN (g = C) as the reference.
 GridAxis group_axis(const std::vector<int64_t>& groups) {
   GridAxis axis{"group", {}};
@@ -45,13 +25,18 @@ GridAxis group_axis(const std::vector<int64_t>& groups) {
 }  // namespace
 
 Experiment vit_experiment() {
-  Experiment e;
-  e.name = "vit";
-  e.description = "Vision Transformer with PLN/PLS/LN/no norm at each norm site, and the grouping sweep";
-  e.presets = {"smoke", "cpu", "paper"};
-  e.preset = vit_preset;
-  e.run = vit_run;
+  Experiment e("vit", "Vision Transformer with PLN/PLS/LN/no norm at each norm site, and the grouping sweep");
+  e.defaults = vit::vit_defaults();
+  // Warm-up in steps: half an epoch of 512 images in batches of 32; one epoch
+  // of 4,000 in batches of 128 (32 steps); five epochs of CIFAR-10's 50,000 (5 x 391).
+  e.presets = {{"smoke", {{"n_train", 512}, {"n_test", 256}, {"width", 32}, {"blocks", 2}, {"heads", 2}, {"group", 4},
+                          {"epochs", 2}, {"batch_size", 32}, {"lr", 3e-3}, {"warmup", 8}}},
+               {"cpu", {{"n_train", 4000}, {"n_test", 2000}, {"epochs", 12}, {"lr", 2e-3}, {"warmup", 32}}},
+               {"paper", {{"data", "cifar10"}, {"size", "tiny"}, {"patch", 4}, {"epochs", 100}, {"augment", true},
+                          {"warmup", 1955}, {"label_smoothing", 0.1}, {"drop_path", 0.1}}}};
+  e.run = vit::train_vit;
   e.resumable = true;
+  e.resolved_in_summary = {"width", "blocks", "heads"};
   e.metrics = {"test_top1", "test_top5", "best_test_top1", "train_acc", "final_loss", "seconds"};
   const std::vector<int64_t> groups = {2, 4, 8, 16, 32, 64};
   const auto seeds = integer_axis("seed", {0, 1, 2});
@@ -61,7 +46,7 @@ Experiment vit_experiment() {
                     "4,000 Fashion-MNIST images, 12 epochs (21 cells)",
                     "cpu", Config::object(), {group_axis(groups), seeds}};
   e.grids["cpu-random"] = {"the cpu sweep on 1,000 images with fixed random labels, 40 epochs (21 cells)", "cpu",
-                           Config{{"labels", "random"}, {"n_train", 1000}, {"epochs", 40}, {"weight_decay", 0.0}},
+                           Config{{"labels", "random"}, {"n_train", 1000}, {"epochs", 40}, {"weight_decay", 0.0}, {"warmup", 8}},
                            {group_axis(groups), seeds}};
   e.grids["paper"] = {"tiny ViT (192 wide, 12 blocks, patch 4) on CIFAR-10, PLN(g) for g in 2..64 and LN, 3 seeds "
                       "(21 cells)",

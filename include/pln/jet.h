@@ -26,12 +26,3 @@ torch::Tensor parallel_ln_jet(const torch::Tensor& jet, const ParallelLNOptions&
                               const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
 
 }  // namespace pln::functional
-
-namespace pln::detail {
-
-/// The same jet from ATen ops (group view, means, rsqrt), differentiable to any order.
-torch::Tensor parallel_ln_jet_composite(const torch::Tensor& jet, const ParallelLNOptions& options,
-                                        const torch::Tensor& weight = {},
-                                        const torch::Tensor& bias = {});
-
-}  // namespace pln::detail

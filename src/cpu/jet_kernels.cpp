@@ -56,6 +56,9 @@ struct Buffer<0, V> {
 inline double vsqrt(double x) { return std::sqrt(x); }
 
 #if PLN_HAVE_AVX2
+// Four double groups side by side, one per lane: forward_block and
+// backward_block with V = Vec4 run the same lines as their scalar twins with
+// V = double (ScalarIO); LaneIO's 4 x 4 transposes are the only AVX2-only code.
 struct Vec4 {
   __m256d v;
   Vec4() = default;

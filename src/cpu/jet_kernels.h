@@ -15,7 +15,6 @@ struct JetGeometry {
   int64_t group;
   int64_t directions;
   int64_t parts() const { return 1 + 2 * directions; }
-  int64_t numel() const { return parts() * rows * channels; }
 };
 
 #define PLN_DECLARE_JET_KERNELS(NS)                                                         \

@@ -49,9 +49,25 @@ inline T inv_sqrt(T v) {
 }
 
 // ---------------------------------------------------------------- forward ---
+//
+// Per group of g features x_0 .. x_{g-1} (one position), with the shift
+// s = x_0, the group's first value (PLS, no centring: s = 0 and m = 0):
+//   m     = mean_j(x_j - s)
+//   xc_j  = (x_j - s) - m                        (x_j - mean(x), rounded at xc's magnitude)
+//   rstd  = 1 / sqrt(mean_j(xc_j^2) + eps)
+//   y_j   = xc_j * (rstd * weight_j) + bias_j
+//   saved: mean = s + m, rstd                    (PLS: mean = 0)
+// The scalar kernels take mean_j(xc_j^2) in a second pass over xc. The SIMD
+// statistics (but stats_quads_avx2's, two passes as the scalar kernels) are one
+// pass over d_j = x_j - s: mean_j(xc_j^2) = mean_j(d_j^2) - m^2 (clamped at 0),
+// which the shift keeps free of cancellation; the SIMD output
+// is fmadd(xc_j, rstd * weight_j, bias_j) (forward_chunk_avx2) or
+// fmadd(xc_j * rstd, weight_j, bias_j) (the features-last kernels), one rounding
+// fewer than the scalar kernels' multiply and add.
 
-// One chunk of n positions of one group; row j of the group starts at x + j * stride.
-// Per position, with the shift s = x_0 (the group's first row):
+// The scalar forward of one chunk of n positions of one group (the inner-strided
+// layouts: NCHW, NCL); row j of the group starts at x + j * stride. Per
+// position, as above:
 //   m = mean_j(x_j - s),  r = 1 / sqrt(mean_j(((x_j - s) - m)^2) + eps)
 //   y_j = ((x_j - s) - m) * r * w_j + b_j,  saved mean = s + m
 template <typename T, bool kCenter>
@@ -103,6 +119,9 @@ inline NextChunk next_chunk(int64_t i0, int64_t I, int64_t G, bool more_slabs) {
   return {};
 }
 
+// Scalar twin: forward_chunk (which also takes the positions past the last
+// multiple of 8). Eight float positions at a time, the statistics in one pass
+// (mean(d^2) - m^2, see the forward's formula above).
 // kStream: y rows are 32-byte aligned and the output is too large to stay in
 // cache, so it is written with non-temporal stores (no read-for-ownership).
 template <bool kCenter, bool kStream>
@@ -181,6 +200,7 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
 
 // One AVX2 register of T and the operations the features-last kernels use:
 // kLanes groups are handled at once, lane l of a statistic belonging to group l.
+// (No scalar twin: a vocabulary for stats_groups_avx2 and backward_groups_avx2.)
 template <typename T>
 struct Lanes;
 
@@ -236,6 +256,8 @@ struct Lanes<double> {
 
 // Lane l: the sum of the lanes of v[l], summed while transposed with
 // single-uop unpacks and shuffles (hadd is several uops on common cores).
+// Scalar twin: the sums over one group's features in forward_groups and
+// backward_groups (added in a tree order, not left to right).
 template <typename L>
 inline typename L::V transpose_sum(const typename L::V* v) {
   typename L::V q[L::kLanes / 2];
@@ -245,8 +267,9 @@ inline typename L::V transpose_sum(const typename L::V* v) {
   return L::finish_transpose_sum(q);
 }
 
-// Lane l: the sum and the sum of squares of the lanes of d[l]. The first
-// transpose step is shared: squaring commutes with the shuffles.
+// Lane l: the sum and the sum of squares of the lanes of d[l] (scalar twin:
+// forward_groups' sums). The first transpose step is shared: squaring commutes
+// with the shuffles.
 template <typename L>
 inline void transpose_sum2(const typename L::V* d, typename L::V& sum, typename L::V& sumsq) {
   typename L::V q1[L::kLanes / 2], q2[L::kLanes / 2];
@@ -260,8 +283,9 @@ inline void transpose_sum2(const typename L::V* d, typename L::V& sum, typename 
   sumsq = L::finish_transpose_sum(q2);
 }
 
-// Lane l: the sums of the lanes of g[l], of d[l] and of g[l] * d[l]; the first
-// transpose step of the products is shared as in transpose_sum2.
+// Lane l: the sums of the lanes of g[l], of d[l] and of g[l] * d[l] (scalar
+// twin: backward_groups' sums a, b, c); the first transpose step of the
+// products is shared as in transpose_sum2.
 template <typename L>
 inline void transpose_sum3(const typename L::V* g, const typename L::V* d, typename L::V& sum_g,
                            typename L::V& sum_d, typename L::V& sum_gd) {
@@ -281,7 +305,8 @@ inline void transpose_sum3(const typename L::V* g, const typename L::V* d, typen
 // Float groups of 4 features are half a register, so eight of them (32
 // floats) are transposed into four registers holding feature j of every
 // group (lane l holds group 0, 2, 4, 6, 1, 3, 5, 7 for l = 0..7); per-group
-// sums are then vertical adds.
+// sums are then vertical adds. (No scalar twin: the layout of stats_quads_avx2,
+// apply_quads_avx2 and backward_quads_avx2.)
 struct Quads {
   // Permutations from lane order to group order and back.
   static __m256i to_groups() { return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); }
@@ -317,7 +342,9 @@ struct Quads {
 };
 
 // Mean and 1/std of eight consecutive groups of 4 float features; `shifted`
-// gets each group's mean less its first value (the shift, e[0]).
+// gets each group's mean less its first value (the shift, e[0]). Scalar twin:
+// the statistics of forward_groups<float, kCenter, 4>, two passes as there
+// (mean_j(xc_j^2) from the centred values, not mean(d^2) - m^2).
 template <bool kCenter>
 inline void stats_quads_avx2(const float* x, float* mean, float* shifted, float* rstd, float eps) {
   __m256 e[4];
@@ -345,7 +372,8 @@ inline void stats_quads_avx2(const float* x, float* mean, float* shifted, float*
 }
 
 // The output of eight consecutive groups of 4 float features from their
-// statistics: register i holds groups 2i and 2i + 1.
+// statistics: register i holds groups 2i and 2i + 1. Scalar twin: the output
+// loop of forward_groups<float, kCenter, 4>, as y_j = fmadd(xc_j * rstd, w_j, b_j).
 template <bool kCenter>
 inline void apply_quads_avx2(const float* x, float* y, const float* w, const float* b,
                              const float* shifted, const float* rstd) {
@@ -362,6 +390,9 @@ inline void apply_quads_avx2(const float* x, float* y, const float* w, const flo
   }
 }
 
+// The backward of eight consecutive groups of 4 float features, in the
+// transposed layout of Quads. Scalar twin: backward_groups<float, kCenter, 4>
+// (dweight/dbias added to this task's float partials as there).
 template <bool kCenter>
 inline void backward_quads_avx2(const float* dy, const float* x, const float* mean, const float* rstd,
                                 const float* w, float* dx, float* dw, float* db) {
@@ -405,7 +436,8 @@ inline void backward_quads_avx2(const float* dy, const float* x, const float* me
 // E[x]^2. `shifted` gets the mean of the shifted values, which the output
 // pass subtracts after the shift; the true mean is completed there.
 // Transposing sums cost shuffles, the scarce resource here, so a group of
-// one register (V = 1) shares them between both sums.
+// one register (V = 1) shares them between both sums. Scalar twin: the
+// statistics of forward_groups, in one pass (mean(d^2) - m^2).
 template <typename T, bool kCenter, int kV>
 inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T eps) {
   using L = Lanes<T>;
@@ -449,7 +481,8 @@ inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T e
 }
 
 // The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:
-// V at run time) from their statistics, and their means.
+// V at run time) from their statistics, and their means. Scalar twin: the
+// output loop of forward_groups, as y_j = fmadd(xc_j * rstd, w_j, b_j).
 template <typename T, bool kCenter, int kV>
 inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T* shifted,
                               const T* rstd, T* mean, int64_t NG, int64_t V_rt) {
@@ -478,7 +511,9 @@ inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T*
 // so the group of lane p sits in lane p of register p % 8: the shifts (one
 // value per group, against cancellation as in stats_groups_avx2) are a blend.
 // A 512-bit shuffle does twice the work of a 256-bit one at the same cost
-// here, and shuffles bound this kernel: ~1.3x over the AVX2 path.
+// here, and shuffles bound this kernel: ~1.3x over the AVX2 path. Scalar
+// twin: forward_groups<float, kCenter, 8>, with the statistics in one pass
+// (mean(d^2) - m^2) and y = fmadd(fmadd(d, rstd, -m_shifted * rstd), w, b).
 template <bool kCenter, bool kSaveStats>
 inline void forward_octets_avx512(const float* x, float* y, const float* w, const float* b,
                                   float* mean, float* rstd, float eps) {
@@ -553,8 +588,10 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
 }
 #endif  // PLN_HAVE_AVX512
 
-// Groups of G contiguous features; group k of the row uses weight[k * G ...].
-// kG > 0 fixes the group size at compile time, so the loops over a group unroll.
+// The scalar forward of groups of G contiguous features (the features-last
+// layouts: NC, NTC, NHWC and channels-last NCHW); group k of the row uses
+// weight[k * G ...]. kG > 0 fixes the group size at compile time, so the loops
+// over a group unroll. The formula is the forward's above.
 template <typename T, bool kCenter, int kG = 0>
 void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w, const T* b,
                     T* mean, T* rstd, T eps) {
@@ -708,6 +745,9 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
 // d = x - m~ re-centred on its own mean b = mean_j(d) (zero but for m~'s
 // rounding; PLS: b = 0):
 //   y = (d - b) * rstd,  mean_j(gy * y) = rstd * (mean_j(gy * d) - b * mean_j(gy))
+//
+// The scalar kernels are backward_chunk (inner-strided layouts) and
+// backward_groups (features last); each SIMD routine names its scalar twin.
 
 // Per-thread [C] partial sums for dweight and dbias, added up at the end.
 struct ParamGradPartials {
@@ -736,6 +776,7 @@ struct ParamGradPartials {
 // reassociating float arithmetic (which would undo the centring above).
 constexpr int64_t kSumLanes = 16;
 
+// The scalar backward of one chunk of n positions of one group (as forward_chunk).
 template <typename T, bool kCenter>
 void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t G,
                     const T* mean, const T* rstd, const T* w, T* dx, double* dw, double* db) {
@@ -785,7 +826,8 @@ void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t 
 }
 
 #if PLN_HAVE_AVX2
-// backward_chunk eight float positions at a time. The first pass walks the
+// Scalar twin: backward_chunk (which also takes the positions past the last
+// multiple of 8). Eight float positions at a time. The first pass walks the
 // group's rows four at a time, so the per-position sums are loaded and stored
 // once per four rows; the second pass prefetches the task's next chunk into
 // L2 (as forward_chunk_avx2) and, with kStream, writes dx around the cache.
@@ -876,8 +918,9 @@ void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T*
                      const T* rstd, const T* w, T* dx, T* dw, T* db);
 
 #if PLN_HAVE_AVX2
-// kLanes consecutive groups of G = kLanes * V contiguous features (kV = 0: V at
-// run time); dw/db are this task's partial sums for the same features.
+// The backward of kLanes consecutive groups of G = kLanes * V contiguous
+// features (kV = 0: V at run time); dw/db are this task's partial sums for the
+// same features. Scalar twin: backward_groups (the sums a, b, c per group).
 template <typename T, bool kCenter, int kV>
 inline void backward_groups_avx2(const T* dy, const T* x, const T* mean, const T* rstd,
                                  const T* w, T* dx, T* dw, T* db, int64_t V_rt) {
@@ -989,6 +1032,7 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
   }
 }
 
+// The scalar backward of groups of G contiguous features (as forward_groups).
 template <typename T, bool kCenter, int kG>
 void backward_groups(const T* dy, const T* x, int64_t NG, int64_t G_rt, const T* mean,
                      const T* rstd, const T* w, T* dx, T* dw, T* db) {

@@ -184,7 +184,7 @@ scontrol requeue "${job}_1"
 wait_for 30 "task 1 to be requeued" sh -c "squeue -h -j ${job}_1 -o %T | grep -qx PENDING"
 scontrol update "JobId=${job}_1" StartTime=now
 wait_job "$job" 300
-grep -q "resumed from .*checkpoint.pt after epoch 1" "${vcells[0]}/run.log" \
+grep -Eq "resumed from .*checkpoint.pt after step [0-9]+, epoch 1" "${vcells[0]}/run.log" \
   || fail "the requeued cell did not resume from its checkpoint: $(tail -n 5 "${vcells[0]}/run.log")"
 "$pln" grid vit --preset smoke --out "$vit" --threads 1 > "$work/log/vit-collect.log"
 [ "$(status_field "$vit" smoke vit done)" = 2 ] || fail "the vit grid did not finish"

@@ -1,0 +1,111 @@
+// Every family's run, stopped after each checkpoint and resumed until done,
+// ends with the same summary and the same logs as a run never interrupted
+// (same machine and thread count): what lets a grid cell killed at any moment
+// resume without changing its records.
+
+#include "common/experiment.h"
+#include "common/run.h"
+#include "experiment_helpers.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+using test::fresh_dir;
+
+struct ResumeCase {
+  std::string family;
+  std::vector<std::string> sets;  ///< on the smoke preset
+  bool needs_fashion_mnist;
+  size_t sessions;                ///< checkpoints + 1
+};
+
+// Every log of a run directory, the wall-clock columns left out.
+std::map<std::string, CsvTable> logs_of(const fs::path& dir) {
+  std::map<std::string, CsvTable> logs;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".csv") continue;
+    auto t = read_csv(entry.path());
+    if (const auto seconds = t.find("seconds")) {
+      t.header.erase(t.header.begin() + static_cast<long>(*seconds));
+      for (auto& row : t.rows) row.erase(row.begin() + static_cast<long>(*seconds));
+    }
+    logs[entry.path().filename().string()] = t;
+  }
+  return logs;
+}
+
+Config without_timings(Config summary) {
+  for (const char* key : {"seconds", "steps_per_s", "images_per_s"}) summary.erase(key);
+  return summary;
+}
+
+void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.family; }
+
+class Resume : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(Resume, StoppedAfterEveryCheckpointEqualsUninterrupted) {
+  const auto& p = GetParam();
+  if (p.needs_fashion_mnist && !fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+  }
+  torch::set_num_threads(1);
+  const auto& e = find_experiment(p.family);
+  ASSERT_TRUE(e.resumable);
+  const Config config = resolve_config(e, "smoke", p.sets);
+  const auto dir = fresh_dir("resume-" + p.family);
+  fs::create_directories(dir / "whole");
+  fs::create_directories(dir / "parts");
+  const Config whole = e.run(config, RunContext{dir / "whole"});
+
+  std::optional<Config> resumed;
+  size_t sessions = 0;
+  while (!resumed && sessions < 20) {
+    ++sessions;
+    try {
+      resumed = e.run(config, RunContext{dir / "parts", sessions > 1, c10::kCPU, 1});
+    } catch (const SessionStopped&) {
+      ASSERT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
+    }
+  }
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(sessions, p.sessions);
+  EXPECT_EQ(without_timings(*resumed), without_timings(whole));
+  const auto whole_logs = logs_of(dir / "whole"), resumed_logs = logs_of(dir / "parts");
+  ASSERT_EQ(resumed_logs.size(), whole_logs.size());
+  for (const auto& [name, table] : whole_logs) {
+    ASSERT_TRUE(resumed_logs.count(name)) << name;
+    EXPECT_EQ(resumed_logs.at(name).header, table.header) << name;
+    EXPECT_EQ(resumed_logs.at(name).rows, table.rows) << name;
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryFamily, Resume,
+    ::testing::Values(ResumeCase{"pinn", {"steps=30", "checkpoint_every=10", "eval_every=10", "ntk_every=10"}, false, 3},
+                      ResumeCase{"fourier", {"steps=60", "checkpoint_every=20", "log_every=7"}, false, 3},
+                      // Augmentation draws from the run's own generator: its state is checkpointed.
+                      ResumeCase{"cnn", {"epochs=3", "n_train=128", "augment=true"}, true, 4},
+                      ResumeCase{"vgg", {"epochs=2", "n_train=64", "n_test=64", "augment=true"}, true, 3}),
+    [](const auto& info) { return info.param.family; });
+
+TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("resume-other");
+  const Config config = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20"});
+  EXPECT_THROW(e.run(config, RunContext{dir, false, c10::kCPU, 1}), SessionStopped);
+  const Config other = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20", "lr=0.5"});
+  const auto message = error_of([&] { e.run(other, RunContext{dir, true}); });
+  EXPECT_NE(message.find("was written with another configuration (lr: 0.01 -> 0.5)"), std::string::npos) << message;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pln::exp
