@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <map>
+#include <optional>
 
 namespace pln::exp {
 namespace {
@@ -48,16 +50,16 @@ Config without_timings(Config summary) {
 
 void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.family; }
 
-class Resume : public ::testing::TestWithParam<ResumeCase> {};
-
-TEST_P(Resume, StoppedAfterEveryCheckpointEqualsUninterrupted) {
-  const auto& p = GetParam();
+// Runs the case whole, then in sessions each stopped after one checkpoint;
+// returns the summary of the whole run.
+Config expect_resumed_equals_whole(const ResumeCase& p) {
   if (p.needs_fashion_mnist && !fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+    ADD_FAILURE() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
+    return {};
   }
   torch::set_num_threads(1);
   const auto& e = find_experiment(p.family);
-  ASSERT_TRUE(e.resumable);
+  EXPECT_TRUE(e.resumable);
   const Config config = resolve_config(e, "smoke", p.sets);
   const auto dir = fresh_dir("resume-" + p.family);
   fs::create_directories(dir / "whole");
@@ -71,21 +73,32 @@ TEST_P(Resume, StoppedAfterEveryCheckpointEqualsUninterrupted) {
     try {
       resumed = e.run(config, RunContext{dir / "parts", sessions > 1, c10::kCPU, 1});
     } catch (const SessionStopped&) {
-      ASSERT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
+      EXPECT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
     }
   }
-  ASSERT_TRUE(resumed.has_value());
+  if (!resumed) {
+    ADD_FAILURE() << "the run did not finish in 20 sessions";
+    return whole;
+  }
   EXPECT_EQ(sessions, p.sessions);
   EXPECT_EQ(without_timings(*resumed), without_timings(whole));
   const auto whole_logs = logs_of(dir / "whole"), resumed_logs = logs_of(dir / "parts");
-  ASSERT_EQ(resumed_logs.size(), whole_logs.size());
+  EXPECT_EQ(resumed_logs.size(), whole_logs.size());
   for (const auto& [name, table] : whole_logs) {
-    ASSERT_TRUE(resumed_logs.count(name)) << name;
+    if (!resumed_logs.count(name)) {
+      ADD_FAILURE() << name << " is missing after the resumed sessions";
+      continue;
+    }
     EXPECT_EQ(resumed_logs.at(name).header, table.header) << name;
     EXPECT_EQ(resumed_logs.at(name).rows, table.rows) << name;
   }
   fs::remove_all(dir);
+  return whole;
 }
+
+class Resume : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(Resume, StoppedAfterEveryCheckpointEqualsUninterrupted) { expect_resumed_equals_whole(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(
     EveryFamily, Resume,
@@ -93,8 +106,18 @@ INSTANTIATE_TEST_SUITE_P(
                       ResumeCase{"fourier", {"steps=60", "checkpoint_every=20", "log_every=7"}, false, 3},
                       // Augmentation draws from the run's own generator: its state is checkpointed.
                       ResumeCase{"cnn", {"epochs=3", "n_train=128", "augment=true"}, true, 4},
-                      ResumeCase{"vgg", {"epochs=2", "n_train=64", "n_test=64", "augment=true"}, true, 3}),
+                      ResumeCase{"vgg", {"epochs=2", "n_train=64", "n_test=64", "augment=true"}, true, 3},
+                      // Stochastic depth and batch order drawn from (seed, epoch).
+                      ResumeCase{"vit", {"epochs=3", "n_train=96", "n_test=64", "drop_path=0.1", "label_smoothing=0.1"}, true, 4}),
     [](const auto& info) { return info.param.family; });
+
+// A run that diverges at the first step after a checkpoint goes back to the
+// same last finite parameters whether or not it was resumed in between.
+TEST(Resume, DivergingJustAfterACheckpoint) {
+  const Config whole = expect_resumed_equals_whole({"fourier", {"steps=10", "checkpoint_every=1", "lr=1e30", "warmup=0"}, false, 2});
+  EXPECT_EQ(whole.value("diverged_at", int64_t{-1}), 1);
+  EXPECT_TRUE(std::isfinite(whole.value("rel_l2", double(NAN))));
+}
 
 TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
   const auto& e = find_experiment("fourier");

@@ -169,36 +169,6 @@ Config tiny_run_config() {
   return c;
 }
 
-std::vector<std::vector<std::string>> rows_without_seconds(const fs::path& csv) {
-  auto t = read_csv(csv);
-  const auto seconds = t.column("seconds");
-  for (auto& row : t.rows) row.erase(row.begin() + static_cast<long>(seconds));
-  return t.rows;
-}
-
-TEST(VitTraining, ResumedRunEqualsUninterruptedRun) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
-  torch::set_num_threads(1);
-  const auto dir = fresh_dir("vit-resume");
-  const Config c = tiny_run_config();
-  fs::create_directories(dir / "whole");
-  fs::create_directories(dir / "parts");
-  const auto whole = vit::train_vit(c, {dir / "whole"});
-  // Killed after each epoch and resumed: three sessions.
-  EXPECT_THROW(vit::train_vit(c, {dir / "parts", false, c10::kCPU, 1}), SessionStopped);
-  ASSERT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
-  EXPECT_EQ(read_csv(dir / "parts" / "epochs.csv").rows.size(), 1u);
-  EXPECT_THROW(vit::train_vit(c, {dir / "parts", true, c10::kCPU, 1}), SessionStopped);
-  const auto resumed = vit::train_vit(c, {dir / "parts", true});
-  for (const char* key : {"test_top1", "test_top5", "best_test_top1", "train_acc", "final_loss", "train_eval_loss",
-                          "test_loss", "epochs_done", "best_epoch"}) {
-    EXPECT_DOUBLE_EQ(resumed[key].get<double>(), whole[key].get<double>()) << key;
-  }
-  EXPECT_EQ(rows_without_seconds(dir / "parts" / "epochs.csv"), rows_without_seconds(dir / "whole" / "epochs.csv"));
-  EXPECT_EQ(whole["epochs_done"].get<int64_t>(), 3);
-  fs::remove_all(dir);
-}
-
 TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/bootstrap installs it)";
   torch::set_num_threads(1);

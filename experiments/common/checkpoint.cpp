@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -16,13 +15,15 @@ namespace pln::exp {
 
 namespace {
 
-// Every key whose value differs between two configurations, as "key: a -> b".
-// The keys whose change makes a checkpoint another run's; the device is not
-// one of them (a checkpoint resumes on any device).
+// Every key whose value differs between two configurations, as "key: a -> b":
+// the keys whose change makes a checkpoint another run's. Neither the device
+// (a checkpoint resumes on any) nor how often checkpoints are written is.
+bool exempt(const std::string& key) { return key == "device" || key == "checkpoint_every"; }
+
 std::vector<std::string> differences(const Config& saved, const Config& now) {
   std::vector<std::string> out;
   for (const auto& item : now.items()) {
-    if (item.key() == "device") continue;
+    if (exempt(item.key())) continue;
     const auto it = saved.find(item.key());
     if (it == saved.end()) {
       out.push_back(fmt::format("{}: (absent) -> {}", item.key(), value_text(item.value())));
@@ -31,7 +32,7 @@ std::vector<std::string> differences(const Config& saved, const Config& now) {
     }
   }
   for (const auto& item : saved.items()) {
-    if (!now.contains(item.key()) && item.key() != "device") out.push_back(fmt::format("{}: {} -> (absent)", item.key(), value_text(item.value())));
+    if (!now.contains(item.key()) && !exempt(item.key())) out.push_back(fmt::format("{}: {} -> (absent)", item.key(), value_text(item.value())));
   }
   return out;
 }
@@ -62,10 +63,10 @@ TrainingState parse_state(const std::string& text, const std::filesystem::path& 
   return state;
 }
 
-}  // namespace
-
+// Writes `file` atomically.
 void save_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, const TrainingState& state, const at::Generator* generator) {
+                     torch::optim::Optimizer& optimizer, const TrainingState& state,
+                     const ParameterSnapshot& last_finite, const at::Generator* generator) {
   torch::serialize::OutputArchive archive, model, optim;
   network.save(model);
   optimizer.save(optim);
@@ -79,15 +80,20 @@ void save_checkpoint(const std::filesystem::path& file, const Config& config, to
     archive.write("default_generator", default_generator.get_state());
   }
   if (generator) archive.write("generator", generator->get_state());
+  torch::serialize::OutputArchive kept;
+  for (size_t i = 0; i < last_finite.copies().size(); ++i) kept.write(std::to_string(i), last_finite.copies()[i]);
+  archive.write("last_finite", kept);
+  archive.write("last_finite_count", torch::tensor(static_cast<int64_t>(last_finite.copies().size())));
   std::ostringstream bytes;
   archive.save_to(bytes);
   write_file_atomic(file, bytes.str());
 }
 
+// Loads `file` into the network, the optimiser, the guard, the generators and `state`.
 void load_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, TrainingState& state, const torch::Device& device,
-                     at::Generator* generator) {
-  torch::serialize::InputArchive archive, model, optim;
+                     torch::optim::Optimizer& optimizer, TrainingState& state, ParameterSnapshot& last_finite,
+                     const torch::Device& device, at::Generator* generator) {
+  torch::serialize::InputArchive archive, model, optim, kept;
   c10::IValue saved_config, saved_state;
   torch::Tensor default_generator_state, generator_state;
   try {
@@ -116,6 +122,12 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
     archive.read("state", saved_state);
     archive.read("default_generator", default_generator_state);
     if (generator) archive.read("generator", generator_state);
+    torch::Tensor count;
+    archive.read("last_finite_count", count);
+    archive.read("last_finite", kept);
+    std::vector<torch::Tensor> copies(static_cast<size_t>(count.item<int64_t>()));
+    for (size_t i = 0; i < copies.size(); ++i) kept.read(std::to_string(i), copies[i]);
+    last_finite.set_copies(std::move(copies));
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("checkpoint {} does not match this network or is corrupt: {}",
                                          file.string(), e.what_without_backtrace()));
@@ -137,14 +149,17 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   }
 }
 
+}  // namespace
+
 Checkpointer::Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
-                           torch::optim::Optimizer& optimizer, at::Generator* generator)
-    : context_(context), config_(config), network_(network), optimizer_(optimizer), generator_(generator) {}
+                           torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator)
+    : context_(context), config_(config), network_(network), optimizer_(optimizer), guard_(guard),
+      generator_(generator) {}
 
 bool Checkpointer::resume(TrainingState& state) {
   const auto file = context_.out / "checkpoint.pt";
   if (context_.resume && std::filesystem::exists(file)) {
-    load_checkpoint(file, config_, network_, optimizer_, state, context_.device, generator_);
+    load_checkpoint(file, config_, network_, optimizer_, state, guard_.last_finite(), context_.device, generator_);
     fmt::print("resumed from {} after step {}{}\n", file.string(), state.step,
                state.epochs_done > 0 ? fmt::format(", epoch {}", state.epochs_done) : std::string());
     return true;
@@ -155,7 +170,8 @@ bool Checkpointer::resume(TrainingState& state) {
 }
 
 void Checkpointer::save(const TrainingState& state) {
-  save_checkpoint(context_.out / "checkpoint.pt", config_, network_, optimizer_, state, generator_);
+  save_checkpoint(context_.out / "checkpoint.pt", config_, network_, optimizer_, state, guard_.last_finite(),
+                  generator_);
   if (++written_ == context_.stop_after_checkpoints) {
     throw SessionStopped(fmt::format("stopped after {} checkpoint(s), at step {}", written_, state.step));
   }

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/csv.h"
 #include "common/experiment.h"
+#include "common/snapshot.h"
 
 #include <ATen/core/Generator.h>
 #include <torch/torch.h>
@@ -29,33 +30,27 @@ struct TrainingState {
   std::map<std::string, CsvTable> logs;   ///< the rows of each log so far, by its file name
 };
 
-/// Writes `file` atomically. `generator`, when given, is the loop's own
-/// random generator; LibTorch's default CPU generator is always kept.
-void save_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, const TrainingState& state,
-                     const at::Generator* generator = nullptr);
-
-/// Loads `file` into the network, the optimiser, the generators and `state`.
-/// Throws std::runtime_error naming the file when it is unreadable or corrupt,
-/// or when it was written with another configuration (naming the keys that
-/// differ; the device may differ: tensors load onto `device`, the network's).
-void load_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, TrainingState& state, const torch::Device& device,
-                     at::Generator* generator = nullptr);
-
 /// The checkpoint of one run, `checkpoint.pt` in its directory:
 ///
-///   Checkpointer checkpoints(context, config, *net, optimizer);
+///   DivergenceGuard guard("name");
+///   Checkpointer checkpoints(context, config, *net, optimizer, guard);
 ///   TrainingState state;
 ///   checkpoints.resume(state);           // with --resume, where it stopped
 ///   for (...; ++state.step) { ...; if (due) checkpoints.save(state); }
+///
+/// `generator`, when given, is the loop's own random generator; LibTorch's
+/// default CPU generator is always kept, and so are the guard's last finite
+/// parameters.
 class Checkpointer {
  public:
   Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
-               torch::optim::Optimizer& optimizer, at::Generator* generator = nullptr);
+               torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator = nullptr);
   /// With --resume and a checkpoint: loads it into everything (printing from
   /// which step) and returns true. Otherwise removes any checkpoint, so that
   /// another configuration's is never resumed later, and returns false.
+  /// Throws std::runtime_error naming the file when it is unreadable or
+  /// corrupt, or was written with another configuration (naming the keys that
+  /// differ; the device and checkpoint_every may differ).
   bool resume(TrainingState& state);
   /// Writes the checkpoint; throws SessionStopped when it is the session's
   /// `stop_after_checkpoints`-th.
@@ -66,6 +61,7 @@ class Checkpointer {
   const Config& config_;
   torch::nn::Module& network_;
   torch::optim::Optimizer& optimizer_;
+  DivergenceGuard& guard_;
   at::Generator* generator_;
   int64_t written_ = 0;
 };

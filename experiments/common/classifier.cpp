@@ -12,13 +12,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <stdexcept>
 
 namespace pln::exp {
 
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Forward = std::function<torch::Tensor(const torch::Tensor&)>;
 
@@ -62,8 +60,7 @@ void check_classifier_keys(const Config& c, const std::string& experiment) {
 
 ClassifierResult train_classifier(const Config& c, const RunContext& ctx, const PreparedImages& data,
                                   torch::nn::Module& network, const Forward& forward, const ClassifierHooks& hooks) {
-  check_classifier_keys(c, hooks.experiment);
-  const auto start = Clock::now();
+  const auto start = hooks.started;
   const torch::Device device = ctx.device;
   const bool amp = config_amp_bf16(c, device, hooks.experiment);
   const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size"), seed = get_int(c, "seed");
@@ -81,7 +78,8 @@ ClassifierResult train_classifier(const Config& c, const RunContext& ctx, const 
   const auto optimizer = hooks.optimizer(network, schedule.lr);
   auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(seed) + 1);
 
-  Checkpointer checkpoints(ctx, c, network, *optimizer, hooks.epoch_seed ? nullptr : &generator);
+  DivergenceGuard guard(hooks.experiment);
+  Checkpointer checkpoints(ctx, c, network, *optimizer, guard, hooks.epoch_seed ? nullptr : &generator);
   TrainingState state;
   checkpoints.resume(state);
   StepLog log(ctx.out / "epochs.csv", epoch_columns(hooks.top5), 1);
@@ -91,7 +89,6 @@ ClassifierResult train_classifier(const Config& c, const RunContext& ctx, const 
   result.final_loss = log.table().rows.empty() ? NAN : number_value(log.table().rows.back()[1]);
 
   Progress progress(hooks.experiment, total);
-  DivergenceGuard guard(hooks.experiment);
   const double elapsed_before = state.elapsed_seconds;
   network.train();
   for (int64_t epoch = state.epochs_done; epoch < epochs && !guard.diverged(); ++epoch) {

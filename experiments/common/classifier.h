@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,8 @@ struct ClassifierHooks {
   /// generator, seeded from `seed` + 1, draws for the whole run.
   std::function<uint64_t(int64_t epoch)> epoch_seed;
   bool top5 = false;     ///< epochs.csv reports test_top1 and test_top5 rather than test_acc
+  /// When the run started: its `seconds` count the data's preparation too.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 struct ClassifierResult {
@@ -47,7 +50,8 @@ struct ClassifierResult {
 };
 
 /// Throws std::invalid_argument naming the key when epochs or batch_size is
-/// out of range; call before the data load so that a bad key fails at once.
+/// out of range; a family calls it before the data load, so that a bad key
+/// fails at once.
 void check_classifier_keys(const Config& config, const std::string& experiment);
 
 /// Trains `network` (whose forward is `forward`, on `context.device`) on

@@ -24,6 +24,9 @@ class ParameterSnapshot {
     }
     for (size_t i = 0; i < params.size(); ++i) copies_[i].copy_(params[i]);
   }
+  /// The copies (none before the first save), for a checkpoint.
+  const std::vector<torch::Tensor>& copies() const { return copies_; }
+  void set_copies(std::vector<torch::Tensor> copies) { copies_ = std::move(copies); }
   void restore(torch::nn::Module& module) const {
     torch::NoGradGuard no_grad;
     auto params = module.parameters();
@@ -60,6 +63,9 @@ class DivergenceGuard {
   bool diverged() const { return diverged_at_ >= 0; }
   /// The step whose loss was not finite; -1 while none was.
   int64_t diverged_at() const { return diverged_at_; }
+  /// The parameters of the last keep(): a checkpoint keeps them, so that a
+  /// resumed run that diverges at once goes back to the same ones.
+  ParameterSnapshot& last_finite() { return last_finite_; }
 
  private:
   std::string experiment_;

@@ -111,7 +111,8 @@ Config run(const Config& c, const RunContext& ctx) {
   const auto schedule = schedule_from_config(c, s.steps);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
-  Checkpointer checkpoints(ctx, c, *net, optimizer);
+  DivergenceGuard guard("fourier");
+  Checkpointer checkpoints(ctx, c, *net, optimizer, guard);
   TrainingState state;
   double loss_value = NAN;
   if (checkpoints.resume(state)) {
@@ -119,7 +120,6 @@ Config run(const Config& c, const RunContext& ctx) {
     loss_value = state.values.value("loss", double(NAN));
   }
   Progress progress("fourier", s.steps);
-  DivergenceGuard guard("fourier");
   const double elapsed_before = state.elapsed_seconds;
   while (state.step < s.steps) {
     const auto t0 = Clock::now();

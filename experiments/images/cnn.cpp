@@ -7,7 +7,6 @@
 #include "images/models.h"
 #include "images/train.h"
 
-
 namespace pln::exp {
 
 namespace {

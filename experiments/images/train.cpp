@@ -2,7 +2,7 @@
 
 #include "common/images.h"
 
-#include <fmt/format.h>
+#include <chrono>
 
 namespace pln::exp::images {
 
@@ -23,6 +23,7 @@ Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuild
   const double weight_decay = require_range<double>(c, "weight_decay", 0.0, kUnbounded<double>, experiment);
   check_classifier_keys(c, experiment);
   const bool sgd = get_string(c, "optimizer") == "sgd";
+  const auto started = std::chrono::steady_clock::now();
 
   const auto data = prepare_images(c, min_size, experiment);
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
@@ -32,6 +33,7 @@ Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuild
   net->to(ctx.device);
   ClassifierHooks hooks;
   hooks.experiment = experiment;
+  hooks.started = started;
   hooks.optimizer = [&](torch::nn::Module& network, double lr) -> std::unique_ptr<torch::optim::Optimizer> {
     if (sgd) {
       return std::make_unique<torch::optim::SGD>(

@@ -10,8 +10,6 @@
 
 #include <cmath>
 
-#include <stdexcept>
-
 namespace pln::exp {
 
 namespace {

@@ -179,7 +179,8 @@ Config run(const Config& c, const RunContext& ctx) {
       {"interior", s.problem.ntk_interior(s.dtype).to(ctx.device)},
       {"boundary", x_bd},
       {"all", torch::cat({s.problem.ntk_interior(s.dtype).to(ctx.device), x_bd})}};
-  Checkpointer checkpoints(ctx, c, *net, *optimizer);
+  DivergenceGuard guard("pinn");
+  Checkpointer checkpoints(ctx, c, *net, *optimizer, guard);
   TrainingState state;
   double loss_value = NAN;
   if (checkpoints.resume(state)) {
@@ -194,9 +195,8 @@ Config run(const Config& c, const RunContext& ctx) {
   }
 
   Progress progress("pinn", s.steps);
-  DivergenceGuard guard("pinn");
   const double elapsed_before = state.elapsed_seconds;
-  for (; state.step < s.steps; ) {
+  while (state.step < s.steps) {
     const auto t0 = Clock::now();
     const double lr = schedule.at(state.step);
     set_learning_rate(*optimizer, lr);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <stdexcept>
 
 namespace pln::exp::vit {
@@ -72,6 +73,7 @@ Config train_vit(const Config& c, const RunContext& ctx) {
   const double clip = require_range<double>(c, "clip_grad", 0.0, kUnbounded<double>, "vit");
   const double weight_decay = require_range<double>(c, "weight_decay", 0.0, kUnbounded<double>, "vit");
   check_classifier_keys(c, "vit");
+  const auto started = std::chrono::steady_clock::now();
   // Check the network's options before the data loads: a bad key fails at once.
   (void)options_from_config(c, 1, std::max<int64_t>(1, get_int(c, "patch")), 10);
 
@@ -82,6 +84,7 @@ Config train_vit(const Config& c, const RunContext& ctx) {
   net->to(ctx.device);
   ClassifierHooks hooks;
   hooks.experiment = "vit";
+  hooks.started = started;
   hooks.optimizer = [&](torch::nn::Module&, double lr) {
     auto optimizer = std::make_unique<torch::optim::AdamW>(parameter_groups(net, weight_decay));
     set_learning_rate(*optimizer, lr);

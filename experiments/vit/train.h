@@ -12,7 +12,6 @@
 #include "common/experiment.h"
 #include "vit/model.h"
 
-
 namespace pln::exp::vit {
 
 /// Every key `pln vit` takes, with its default.

@@ -6,10 +6,6 @@
 #include "common/grid.h"
 #include "vit/train.h"
 
-#include <fmt/format.h>
-
-#include <stdexcept>
-
 namespace pln::exp {
 
 namespace {
