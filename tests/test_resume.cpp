@@ -130,5 +130,47 @@ TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
   fs::remove_all(dir);
 }
 
+TEST(Presets, AChangeToAKeyTheDefaultsLackIsAnError) {
+  Experiment e("toy", "a toy family");
+  e.defaults = Config{{"steps", 10}, {"lr", 0.1}};
+  e.presets = {{"smoke", {{"steps", 2}}}, {"typo", {{"setps", 2}}}};
+  EXPECT_EQ(e.preset("smoke").at("steps").get<int64_t>(), 2);
+  EXPECT_EQ(e.preset("smoke").at("lr").get<double>(), 0.1);
+  EXPECT_NE(error_of([&] { e.preset("typo"); }).find("preset 'typo' sets 'setps', which the defaults lack"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { e.preset("huge"); }).find("unknown preset 'huge'; known: smoke, typo"), std::string::npos);
+  EXPECT_EQ(e.preset_names(), (std::vector<std::string>{"smoke", "typo"}));
+}
+
+TEST(Presets, StepKeysOutOfRangeNameTheKeyAndTheBound) {
+  const auto dir = fresh_dir("resume-ranges");
+  for (const char* family : {"pinn", "fourier"}) {
+    const auto& e = find_experiment(family);
+    const auto message = [&](const std::string& set) {
+      return error_of([&] { e.run(resolve_config(e, "smoke", {set}), RunContext{dir}); });
+    };
+    EXPECT_NE(message("checkpoint_every=-1").find(std::string(family) + ": checkpoint_every must be >= 0, got -1"),
+              std::string::npos) << family;
+    EXPECT_NE(message("steps=0").find(std::string(family) + ": steps must be >= 1, got 0"), std::string::npos)
+        << family;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Presets, RecordsOfRenamedKeysReadUnderTheirNewNames) {
+  const auto& pinn = find_experiment("pinn");
+  CsvTable old = parse_csv("cell,iters,iters_per_s\nc0,4000,12.5\n", "old records");
+  upgrade_records(pinn, old);
+  EXPECT_EQ(old.get(0, "steps"), "4000");
+  EXPECT_EQ(old.get(0, "steps_done"), "4000");
+  EXPECT_EQ(old.get(0, "steps_per_s"), "12.5");
+  CsvTable today = parse_csv("cell,steps,steps_done\nc0,4000,3999\n", "records");
+  upgrade_records(pinn, today);
+  EXPECT_EQ(today.header.size(), 3u);  // nothing to rename
+  EXPECT_EQ(today.get(0, "steps_done"), "3999");
+  // Only a configuration key is renamed in a manifest's overrides.
+  EXPECT_EQ(upgrade_sets(pinn, {"iters=4000", "width=128"}), (std::vector<std::string>{"steps=4000", "width=128"}));
+}
+
 }  // namespace
 }  // namespace pln::exp

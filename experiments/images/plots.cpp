@@ -72,13 +72,12 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
   // heatmap.md: the same medians as a table, a row per variant.
-  std::string md = "Median final training accuracy over seeds, per variant, learning rate and init scale.\n\n| variant |";
+  std::vector<std::string> columns = {"variant"};
   for (double lr : lrs) {
-    for (double scale : scales) md += fmt::format(" lr {}, init x{} |", lr, scale);
+    for (double scale : scales) columns.push_back(fmt::format("lr {}, init x{}", lr, scale));
   }
-  md += "\n|---|";
-  for (size_t i = 0; i < lrs.size() * scales.size(); ++i) md += "---|";
-  md += "\n";
+  std::string md = "Median final training accuracy over seeds, per variant, learning rate and init scale.\n\n" +
+                   markdown_head(columns);
   for (const auto& v : variants) {
     md += "| " + v + " |";
     for (double lr : lrs) {
