@@ -3,7 +3,9 @@
 // module, torch::layer_norm on the grouped view (plus permutes and affine), and
 // a plain copy of the input (the memory-bound floor). Min of N repetitions.
 //
-//   pln_bench [--reps N] [--threads 1,2] [--quick]
+//   pln_bench [--reps N] [--threads 1,2] [--quick] [--only TEXT]
+//
+// --only keeps the shapes whose name contains TEXT (for profiling one shape).
 
 #include <pln/pln.h>
 #include <pln/testing.h>
@@ -76,10 +78,13 @@ int main(int argc, char** argv) {
 #endif
   int reps = 10;
   bool quick = false;
+  std::string only;
   std::vector<int> threads = {1, 2};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -90,7 +95,7 @@ int main(int argc, char** argv) {
         if (*p == ',') ++p;
       }
     } else {
-      fmt::print(stderr, "usage: {} [--reps N] [--threads 1,2] [--quick]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--reps N] [--threads 1,2] [--quick] [--only TEXT]\n", argv[0]);
       return 2;
     }
   }
@@ -104,6 +109,13 @@ int main(int argc, char** argv) {
               {"tokens [16,65,384] g=8", {16, 65, 384}, 384, 8, 3},
               {"NCHW   [8,64,32,32] g=16", {8, 64, 32, 32}, 64, 16, 4}};
     reps = std::min(reps, 3);
+  }
+  shapes.erase(std::remove_if(shapes.begin(), shapes.end(),
+                              [&](const Shape& s) { return s.name.find(only) == std::string::npos; }),
+               shapes.end());
+  if (shapes.empty()) {
+    fmt::print(stderr, "pln_bench: no shape's name contains '{}'\n", only);
+    return 2;
   }
   const char* blas_core = std::getenv("OPENBLAS_CORETYPE");
   fmt::print("pln_bench: LibTorch {}, kernels: {}, min of >= {} runs, float32, affine, {}{}\n",
