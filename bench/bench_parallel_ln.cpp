@@ -1,7 +1,9 @@
 // Side-by-side timings of Parallel LN on the three reference shapes, printed as
 // ratios from one run: the fused kernels, the composed ATen ops of the original
 // module, torch::layer_norm on the grouped view (plus permutes and affine), and
-// a plain copy of the input (the memory-bound floor). Min of N repetitions.
+// a plain copy of the input (the memory-bound floor). Min of N repetitions;
+// the fused op and the copy run in alternation, so that their ratio is
+// measured over the same stretch of time.
 //
 //   pln_bench [--reps N] [--threads 1,2] [--quick] [--only TEXT]
 //
@@ -34,16 +36,27 @@ struct Shape {
   int64_t dim;
 };
 
-double min_ms(const std::function<void()>& f, int reps, double budget_ms) {
-  f();  // warm-up: first-touch allocations, thread pool start
-  double best = 1e300, spent = 0;
-  for (int r = 0; r < reps || (spent < budget_ms && r < 5 * reps); ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, ms);
-    spent += ms;
+double elapsed_ms(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The minimum time of each of fs, run in turn (f0, f1, ..., f0, f1, ...) so
+// that their ratios come from the same stretch of time: the memory bandwidth
+// of a shared machine drifts between seconds, which separate loops would read
+// as a difference between the functions. At least `reps` rounds, more while
+// the rounds so far took less than budget_ms (up to 5 * reps).
+std::vector<double> min_ms(const std::vector<std::function<void()>>& fs, int reps, double budget_ms) {
+  for (const auto& f : fs) f();  // warm-up: first-touch allocations, thread pool start
+  std::vector<double> best(fs.size(), 1e300);
+  double spent = 0;
+  for (int r = 0; r < 5 * reps; ++r) {
+    for (size_t i = 0; i < fs.size(); ++i) {
+      const double ms = elapsed_ms(fs[i]);
+      best[i] = std::min(best[i], ms);
+      spent += ms;
+    }
     if (r + 1 >= reps && spent >= budget_ms) break;
   }
   return best;
@@ -136,29 +149,36 @@ int main(int argc, char** argv) {
       torch::set_num_threads(t);
       for (bool backward : {false, true}) {
         const double budget = quick ? 50 : 600;
-        auto run = [&](auto&& f) {
+        // One call of f as this pass times it: under NoGradGuard, or with the
+        // backward of fresh leaves.
+        auto pass = [&](auto f) -> std::function<void()> {
           if (!backward) {
-            return min_ms([&] {
+            return [&, f] {
               torch::NoGradGuard guard;
               f(x, w, b);
-            }, reps, budget);
+            };
           }
-          return min_ms([&] {
+          return [&, f] {
             const auto xg = x.detach().requires_grad_();
             const auto wg = w.detach().requires_grad_(), bg = b.detach().requires_grad_();
             f(xg, wg, bg).backward(dy);
-          }, reps, budget);
+          };
         };
-        const double fused = run([&](const auto& xi, const auto& wi, const auto& bi) {
-          return pln::functional::parallel_ln(xi, options, wi, bi);
-        });
-        const double composed = run([&](const auto& xi, const auto& wi, const auto& bi) {
-          return pln::detail::parallel_ln_composite(xi, options, wi, bi);
-        });
-        const double ln = run([&](const auto& xi, const auto& wi, const auto& bi) {
-          return grouped_layer_norm(xi, s, wi, bi);
-        });
-        const double copy = min_ms([&] { (void)x.clone(); }, reps, budget);
+        const auto fused_and_copy = min_ms(
+            {pass([&](const auto& xi, const auto& wi, const auto& bi) {
+               return pln::functional::parallel_ln(xi, options, wi, bi);
+             }),
+             [&] { (void)x.clone(); }},
+            reps, budget);
+        const double fused = fused_and_copy[0], copy = fused_and_copy[1];
+        const double composed = min_ms({pass([&](const auto& xi, const auto& wi, const auto& bi) {
+                                          return pln::detail::parallel_ln_composite(xi, options, wi, bi);
+                                        })},
+                                       reps, budget)[0];
+        const double ln = min_ms({pass([&](const auto& xi, const auto& wi, const auto& bi) {
+                                    return grouped_layer_norm(xi, s, wi, bi);
+                                  })},
+                                 reps, budget)[0];
         fmt::print("{:<28} {:>3} {:>8} | {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} | {:>8.1f} {:>8.1f} {:>8.2f}\n",
                    s.name, t, backward ? "fwd+bwd" : "fwd", fused, composed, ln, copy,
                    composed / fused, ln / fused, fused / copy);

@@ -102,5 +102,33 @@ TEST(SecondDerivative, InputDerivativeOfAPinnLikeNetwork) {
   EXPECT_TRUE(torch::allclose(fused, composite, 1e-10, 1e-10));
 }
 
+// Passes its input through and gives back no gradient (an undefined tensor),
+// as autograd functions may for an input that does not matter.
+struct NoGradientBack : torch::autograd::Function<NoGradientBack> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& y) { return y.clone(); }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list) {
+    return {torch::Tensor()};
+  }
+};
+
+TEST(Backward, AnUndefinedOutputGradientGivesNoGradients) {
+  // The fused function does not have autograd fill in zero gradients for the
+  // output or its statistics, so it must take an undefined one itself.
+  torch::manual_seed(25);
+  const auto x = torch::randn({4, 16}).requires_grad_();
+  const auto w = (torch::rand({16}) + 0.5).requires_grad_();
+  const auto options = ParallelLNOptions(16, 4).dim(2);
+  ASSERT_TRUE(detail::uses_fused_kernels(x, options));
+  const auto y = functional::parallel_ln(x, options, w);
+  ASSERT_NO_THROW(NoGradientBack::apply(y).sum().backward());
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  // and a defined one still reaches the input
+  functional::parallel_ln(x, options, w).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(torch::isfinite(x.grad()).all().item<bool>());
+}
+
 }  // namespace
 }  // namespace pln::test

@@ -49,6 +49,9 @@ class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> 
         centering, layout);
     ctx->save_for_backward({input, weight_or_empty, bias_or_empty, mean, rstd});
     ctx->mark_non_differentiable({mean, rstd});
+    // The statistics' gradients are never used: without this, autograd would
+    // fill a zero tensor for each of them before every backward.
+    ctx->set_materialize_grads(false);
     ctx->saved_data["has_weight"] = has_weight;
     ctx->saved_data["has_bias"] = has_bias;
     ctx->saved_data["num_features"] = num_features;
@@ -60,6 +63,8 @@ class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> 
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    // No gradient reached the output (grads are not materialised): none flows back.
+    if (!grad_outputs[0].defined()) return variable_list(10);
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];
