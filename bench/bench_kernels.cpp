@@ -10,6 +10,7 @@
 //   pln_bench_kernels [--reps N] [--threads 1,2]
 
 #include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -65,21 +66,11 @@ std::vector<double> min_ms(const std::vector<std::function<void()>>& fs, int rep
 int main(int argc, char** argv) {
   int reps = 200;
   std::vector<int> threads = {1, 2};
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = std::max(1, std::atoi(argv[++i]));
-    } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads.clear();
-      for (const char* p = argv[++i]; *p;) {
-        threads.push_back(std::max(1, std::atoi(p)));
-        while (*p && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
-    } else {
-      fmt::print(stderr, "usage: {} [--reps N] [--threads 1,2]\n", argv[0]);
-      return 2;
-    }
-  }
+  CLI::App app{"The fused CPU kernels alone against a copy, in L2 and from memory"};
+  app.add_option("--reps", reps, "rounds, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--threads", threads, "thread counts to time")
+      ->delimiter(',')->check(CLI::Range(1, 4096))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   // Geometry: {outer, channels, inner, group}.
   const std::vector<Shape> shapes = {
       {"MLP    [4096,512] g=8", {4096, 512, 1, 8}},

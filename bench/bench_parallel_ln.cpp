@@ -13,6 +13,7 @@
 #include <pln/testing.h>
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #if defined(__GLIBC__)
@@ -22,7 +23,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -93,25 +93,13 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
   std::vector<int> threads = {1, 2};
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = std::max(1, std::atoi(argv[++i]));
-    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
-      only = argv[++i];
-    } else if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads.clear();
-      for (const char* p = argv[++i]; *p;) {
-        threads.push_back(std::max(1, std::atoi(p)));
-        while (*p && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
-    } else {
-      fmt::print(stderr, "usage: {} [--reps N] [--threads 1,2] [--quick] [--only TEXT]\n", argv[0]);
-      return 2;
-    }
-  }
+  CLI::App app{"Side-by-side timings of the fused op, the composed ops, layer_norm and a copy"};
+  app.add_option("--reps", reps, "runs at least, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--threads", threads, "thread counts to time")
+      ->delimiter(',')->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_flag("--quick", quick, "small shapes and at most 3 runs (a test)");
+  app.add_option("--only", only, "keep the shapes whose name contains this");
+  CLI11_PARSE(app, argc, argv);
   std::vector<Shape> shapes = {
       {"MLP    [4096,512] g=8", {4096, 512}, 512, 8, 2},
       {"tokens [128,65,384] g=8", {128, 65, 384}, 384, 8, 3},

@@ -507,6 +507,25 @@ inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T*
 #endif  // PLN_HAVE_AVX2
 
 #if PLN_HAVE_AVX512
+// Levels 2 and 3 of the reduction tree of sixteen float groups of 8 (register
+// e holding groups 2e and 2e + 1), after level 1 has unpacked and added each
+// pair of registers (2k, 2k + 1) into q[k]. Level 2: lane i of 128-bit lane L
+// of P (Q) sums 128-bit lane L of register i (4 + i); level 3: 128-bit lanes
+// [P0 + P1, Q0 + Q1, P2 + P3, Q2 + Q3], so lane p holds the sum of group
+// 2 (p % 8) + (p >= 8) ("tree order").
+inline __m512 octet_sums(const __m512 q[4]) {
+  const auto level2 = [](__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+  };
+  const __m512i first_halves =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+  const __m512i second_halves =
+      _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __m512 P = level2(q[0], q[1]), Q = level2(q[2], q[3]);
+  return _mm512_add_ps(_mm512_permutex2var_ps(P, first_halves, Q),
+                       _mm512_permutex2var_ps(P, second_halves, Q));
+}
+
 // Float groups of 8 features with AVX-512: sixteen groups (128 floats) at a
 // time, register e holding groups 2e and 2e + 1. The statistics come out of
 // the reduction tree in "tree order", lane p holding group 2 (p % 8) + (p >= 8),
@@ -535,8 +554,7 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
       d[e] = r[e];
     }
   }
-  // Level 1 (shared by both sums: squaring commutes with the unpacks), then
-  // level 2: lane i of 128-bit lane L of P (Q) sums lane L of d[i] (d[4 + i]).
+  // Level 1 (shared by both sums: squaring commutes with the unpacks), then octet_sums.
   __m512 s1[4], q1[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
@@ -545,23 +563,9 @@ inline void forward_octets_avx512(const float* x, float* y, const float* w, cons
     s1[i] = _mm512_add_ps(lo, hi);
     q1[i] = _mm512_fmadd_ps(lo, lo, _mm512_mul_ps(hi, hi));
   }
-  const auto level2 = [](const __m512* q, int i) {
-    return _mm512_add_ps(_mm512_shuffle_ps(q[i], q[i + 1], 0x44),
-                         _mm512_shuffle_ps(q[i], q[i + 1], 0xEE));
-  };
-  // Level 3: 128-bit lanes [P0 + P1, Q0 + Q1, P2 + P3, Q2 + Q3], i.e. tree order.
-  const __m512i first_halves =
-      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-  const __m512i second_halves =
-      _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-  const auto level3 = [&](const __m512* q) {
-    const __m512 P = level2(q, 0), Q = level2(q, 2);
-    return _mm512_add_ps(_mm512_permutex2var_ps(P, first_halves, Q),
-                         _mm512_permutex2var_ps(P, second_halves, Q));
-  };
   const __m512 eighth = _mm512_set1_ps(0.125f);
-  const __m512 m_shifted = _mm512_mul_ps(level3(s1), eighth);
-  __m512 var = _mm512_mul_ps(level3(q1), eighth);
+  const __m512 m_shifted = _mm512_mul_ps(octet_sums(s1), eighth);
+  __m512 var = _mm512_mul_ps(octet_sums(q1), eighth);
   if (kCenter) {
     var = _mm512_max_ps(_mm512_fnmadd_ps(m_shifted, m_shifted, var), _mm512_setzero_ps());
   }
@@ -1024,8 +1028,7 @@ inline void backward_octets_avx512(const float* dy, const float* x, const float*
     d[e] = _mm512_sub_ps(_mm512_loadu_ps(x + 16 * e), lanes_of(mean, e));
     gy[e] = _mm512_mul_ps(_mm512_loadu_ps(dy + 16 * e), _mm512_loadu_ps(w + 16 * e));
   }
-  // Level 1 of the sums of gy, d and gy * d (transpose_sum3's), then levels 2
-  // and 3 as forward_octets_avx512's.
+  // Level 1 of the sums of gy, d and gy * d (transpose_sum3's), then octet_sums.
   __m512 sg[4], sd[4], sgd[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
@@ -1037,26 +1040,13 @@ inline void backward_octets_avx512(const float* dy, const float* x, const float*
     sd[i] = _mm512_add_ps(dlo, dhi);
     sgd[i] = _mm512_fmadd_ps(glo, dlo, _mm512_mul_ps(ghi, dhi));
   }
-  const auto level2 = [](const __m512* q, int i) {
-    return _mm512_add_ps(_mm512_shuffle_ps(q[i], q[i + 1], 0x44),
-                         _mm512_shuffle_ps(q[i], q[i + 1], 0xEE));
-  };
-  const __m512i first_halves =
-      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-  const __m512i second_halves =
-      _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-  const auto level3 = [&](const __m512* q) {
-    const __m512 P = level2(q, 0), Q = level2(q, 2);
-    return _mm512_add_ps(_mm512_permutex2var_ps(P, first_halves, Q),
-                         _mm512_permutex2var_ps(P, second_halves, Q));
-  };
   // Tree order: lane p holds group 2 (p % 8) + (p >= 8).
   const __m512i to_tree = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const __m512 r = _mm512_permutexvar_ps(to_tree, rstd16);
   const __m512 eighth = _mm512_set1_ps(0.125f);
-  const __m512 mean_gy = _mm512_mul_ps(level3(sg), eighth);
-  const __m512 mean_d = kCenter ? _mm512_mul_ps(level3(sd), eighth) : _mm512_setzero_ps();
-  const __m512 c = _mm512_mul_ps(r, _mm512_fnmadd_ps(mean_d, mean_gy, _mm512_mul_ps(level3(sgd), eighth)));
+  const __m512 mean_gy = _mm512_mul_ps(octet_sums(sg), eighth);
+  const __m512 mean_d = kCenter ? _mm512_mul_ps(octet_sums(sd), eighth) : _mm512_setzero_ps();
+  const __m512 c = _mm512_mul_ps(r, _mm512_fnmadd_ps(mean_d, mean_gy, _mm512_mul_ps(octet_sums(sgd), eighth)));
   const __m512 a = kCenter ? mean_gy : _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
