@@ -2,10 +2,10 @@
 // allocation), against memcpy of the input, on the benchmark shapes and on
 // the same shapes cut to fit in L2, where the time a kernel takes is its
 // arithmetic. Buffers are 64-byte aligned and reused; the kernels and the
-// copy run in alternation, min of N rounds. PLN_CPU_CAPABILITY picks the
-// kernels as for the library. The copy uses the same threads. ns/value: the
-// time per value and thread of the forward (no statistics) and the backward,
-// their cost in core time.
+// copy run in alternation (pln::bench::min_ms), min of N rounds.
+// PLN_CPU_CAPABILITY picks the kernels as for the library. The copy uses the
+// same threads. ns/value: the time per value and thread of the forward (no
+// statistics) and the backward, their cost in core time.
 //
 //   pln_bench_kernels [--reps N] [--threads 1,2]
 
@@ -14,7 +14,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "timing.h"
 
 namespace {
 
@@ -44,21 +44,6 @@ Buffer aligned(size_t n, float value = 0.f) {
   Buffer b(static_cast<float*>(std::aligned_alloc(64, bytes)));
   std::fill(b.get(), b.get() + n, value);
   return b;
-}
-
-// Min time of each function over `reps` rounds that run them in turn.
-std::vector<double> min_ms(const std::vector<std::function<void()>>& fs, int reps) {
-  std::vector<double> best(fs.size(), 1e300);
-  for (int r = 0; r <= reps; ++r) {  // round 0 warms up
-    for (size_t i = 0; i < fs.size(); ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      fs[i]();
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (r > 0) best[i] = std::min(best[i], ms);
-    }
-  }
-  return best;
 }
 
 }  // namespace
@@ -96,7 +81,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) x[i] = normal(gen), dy[i] = normal(gen);
     for (int t : threads) {
       at::set_num_threads(t);
-      const auto ms = min_ms(
+      const auto ms = pln::bench::min_ms(
           {[&] { pln::cpu::forward<float>(g, x.get(), w.get(), b.get(), y.get(), nullptr, nullptr, 1e-5, true); },
            [&] { pln::cpu::forward<float>(g, x.get(), w.get(), b.get(), y.get(), mean.get(), rstd.get(), 1e-5, true); },
            [&] {

@@ -63,7 +63,8 @@ class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> 
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    // No gradient reached the output (grads are not materialised): none flows back.
+    // No gradient reached the output (grads are not materialised): none flows
+    // back, one undefined gradient for each of forward's ten arguments.
     if (!grad_outputs[0].defined()) return variable_list(10);
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& input = saved[0];
