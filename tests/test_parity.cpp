@@ -30,6 +30,7 @@ std::vector<Case> cases() {
   // 25 groups of 8: an AVX-512 block of 16, an AVX2 block of 8 and one left
   out.push_back({Layout::kNC, 200, 8, {3, 200}});
   out.push_back({Layout::kNTC, 256, 8, {2, 3, 256}});  // two AVX-512 blocks
+  out.push_back({Layout::kNC, 384, 8, {7, 384}});  // 21 blocks in one pipeline, weights every 3
   out.push_back({Layout::kNC, 136, 4, {3, 136}});  // 34 groups of 4: float quads of 8 groups and a tail
   out.push_back({Layout::kNTC, 64, 4, {2, 3, 64}});
   out.push_back({Layout::kNTC, 128, 16, {2, 3, 128}});
@@ -113,6 +114,7 @@ std::vector<Case> offset_cases() {
   return {
       {Layout::kNC, 64, 8, {512, 64}},      // eight groups of 8: AVX2 groups
       {Layout::kNC, 200, 8, {64, 200}},     // AVX-512 octets, AVX2 groups, scalar tail
+      {Layout::kNTC, 384, 8, {3, 5, 384}},  // rows of whole octet blocks: one pipeline through them
       {Layout::kNC, 136, 4, {64, 136}},     // float quads and a tail
       {Layout::kNTC, 128, 16, {4, 16, 128}},
       {Layout::kNC, 256, 32, {32, 256}},
@@ -193,6 +195,28 @@ TEST(Forward, GroupStatisticsAreNormalised) {
       EXPECT_LT(grouped.mean(2).abs().max().item<float>(), 1e-5);
     }
     EXPECT_LT((grouped.pow(2).mean(2) - 1).abs().max().item<float>(), 1e-4);
+  }
+}
+
+TEST(Forward, SavingTheStatisticsDoesNotChangeTheOutput) {
+  // A forward that will be differentiated writes mean and 1/std; one that
+  // will not takes kernels that do not. Both must give the same bits, in
+  // every features-last float kernel and in rows of whole AVX-512 blocks.
+  torch::manual_seed(14);
+  for (const Case& c : std::vector<Case>{{Layout::kNC, 200, 8, {9, 200}},
+                                         {Layout::kNC, 384, 8, {9, 384}},
+                                         {Layout::kNTC, 128, 8, {3, 4, 128}},
+                                         {Layout::kNC, 136, 4, {9, 136}},
+                                         {Layout::kNCHW, 16, 8, {2, 16, 23, 25}}}) {
+    SCOPED_TRACE(name(c));
+    const torch::Tensor x = torch::randn(c.shape) * 3 + 20;
+    const torch::Tensor w = torch::rand({c.C}) + 0.5, b = torch::randn({c.C});
+    const auto options = ParallelLNOptions(c.C, c.g).layout(c.layout);
+    const torch::Tensor trained = functional::parallel_ln(x.clone().requires_grad_(), options, w, b);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor inferred = functional::parallel_ln(x, options, w, b);
+    EXPECT_TRUE(torch::equal(trained.detach(), inferred))
+        << "max |diff| " << (trained.detach() - inferred).abs().max().item<float>();
   }
 }
 
