@@ -1129,7 +1129,9 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
 
 // Blocks [0, n) of a row, pipelined as forward_octet_blocks_avx512 (the
 // sums of block j + 1 before the outputs of block j; 1.03x on L2-resident
-// data, the backward's chain being shorter).
+// data, the backward's chain being shorter). The two loops are written out:
+// one helper taking the two steps as lambdas measured 1.05-1.1x slower in
+// both (GCC 12).
 template <bool kCenter>
 void backward_octet_blocks_avx512(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* w, float* dx, float* dw,
