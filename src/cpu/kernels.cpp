@@ -625,16 +625,15 @@ void forward_octet_blocks_avx512(const float* x, float* y, const float* w, const
   if (n <= 0) return;
   OctetBlock blk = octet_stats_avx512<kCenter, kSaveStats>(x, mean, rstd, eps);
   int64_t c = 0;  // block j's weights are block c's
-  for (int64_t j = 0; j < n; ++j) {
-    OctetBlock next;
-    if (j + 1 < n) {
-      const int64_t i = j + 1;
-      next = octet_stats_avx512<kCenter, kSaveStats>(x + 128 * i, mean + 16 * i, rstd + 16 * i, eps);
-    }
+  for (int64_t j = 0; j + 1 < n; ++j) {
+    const int64_t i = j + 1;
+    const OctetBlock next =
+        octet_stats_avx512<kCenter, kSaveStats>(x + 128 * i, mean + 16 * i, rstd + 16 * i, eps);
     octet_apply_avx512(blk, y + 128 * j, w + 128 * c, b + 128 * c);
     if (++c == period) c = 0;
     blk = next;
   }
+  octet_apply_avx512(blk, y + 128 * (n - 1), w + 128 * c, b + 128 * c);
 }
 #endif  // PLN_HAVE_AVX512
 
@@ -1138,16 +1137,19 @@ void backward_octet_blocks_avx512(const float* dy, const float* x, const float* 
                                   float* db, int64_t n) {
   if (n <= 0) return;
   OctetGradBlock blk = octet_grad_sums_avx512<kCenter>(dy, x, mean, rstd, w);
-  for (int64_t j = 0; j < n; ++j) {
-    OctetGradBlock next;
+  for (int64_t j = 0; j + 1 < n; ++j) {
     const int64_t i = j + 1;
-    if (i < n) next = octet_grad_sums_avx512<kCenter>(dy + 128 * i, x + 128 * i, mean + 16 * i,
-                                                      rstd + 16 * i, w + 128 * i);
+    const OctetGradBlock next = octet_grad_sums_avx512<kCenter>(dy + 128 * i, x + 128 * i,
+                                                                mean + 16 * i, rstd + 16 * i,
+                                                                w + 128 * i);
     octet_grad_apply_avx512(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j,
                             dx ? dx + 128 * j : nullptr, dw ? dw + 128 * j : nullptr,
                             db ? db + 128 * j : nullptr);
     blk = next;
   }
+  const int64_t j = n - 1;
+  octet_grad_apply_avx512(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j, dx ? dx + 128 * j : nullptr,
+                          dw ? dw + 128 * j : nullptr, db ? db + 128 * j : nullptr);
 }
 #endif  // PLN_HAVE_AVX512
 
