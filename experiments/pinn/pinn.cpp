@@ -8,6 +8,7 @@
 #include "common/schedule.h"
 #include "common/snapshot.h"
 #include "common/tensor_csv.h"
+#include "pinn/loss.h"
 #include "pinn/network.h"
 #include "pinn/ntk.h"
 #include "pinn/problem.h"
@@ -201,20 +202,17 @@ Config run(const Config& c, const RunContext& ctx) {
     const double lr = schedule.at(state.step);
     set_learning_rate(*optimizer, lr);
     optimizer->zero_grad();
-    const auto d = net->forward_jet(x_int);
-    const auto loss_pde = s.problem.residual(d.laplacian(), d.value, x_int).square().mean();
-    const auto loss_bc = (net->forward(x_bd).squeeze(1) - u_bd).square().mean();
-    const auto loss = loss_pde + s.bc_weight * loss_bc;
-    const double value = loss.item<double>();
+    const auto losses = training_losses(net, s.problem, x_int, x_bd, u_bd, s.bc_weight);
+    const double value = losses.total.item<double>();
     if (!guard.check(value, state.step, *net)) break;
-    loss.backward();
+    losses.total.backward();
     guard.keep(*net);
     optimizer->step();
     state.train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
     const int64_t done = ++state.step;
     if (done % s.log_every == 0 || done == s.steps) {
-      train_log.add({double(done), value, loss_pde.item<double>(), loss_bc.item<double>(), lr});
+      train_log.add({double(done), value, losses.pde.item<double>(), losses.bc.item<double>(), lr});
     }
     if (s.eval_every > 0 && done % s.eval_every == 0) {
       const auto e = evaluate(net, s.problem, test);
