@@ -253,6 +253,39 @@ INSTANTIATE_TEST_SUITE_P(Networks, PinnDerivatives,
                            return info.param.norm + "_" + info.param.act + "_" + std::to_string(info.param.dim) + "d";
                          });
 
+TEST(PinnNetwork, TaylorModeParameterGradientsMatchDifferentiatingTwice) {
+  // The training step's backward goes through the jet (its Linear layers and
+  // fused norms); here against u, u' and u'' taken from the plain forward by
+  // autograd with create_graph, as the original PyTorch module does.
+  for (const std::string norm : {"pln", "none"}) {
+    SCOPED_TRACE("norm " + norm);
+    torch::manual_seed(13);
+    pinn::NetSpec spec;
+    spec.width = 64;  // eight groups of 4 and more: the kernels' widest lanes
+    spec.depth = 3;
+    spec.norm = norm;
+    spec.act = norm == "none" ? "tanh" : "none";
+    pinn::PinnNet net(spec, torch::kDouble);
+    const auto x = torch::rand({9, 1}, torch::kDouble) * 1.6 - 0.8;
+    const auto weights = torch::randn({3, 9}, torch::kDouble);
+    const auto loss_of = [&](const torch::Tensor& u, const torch::Tensor& du, const torch::Tensor& d2u) {
+      return (weights[0] * u).sum() + (weights[1] * du).sum() + (weights[2] * d2u).square().sum();
+    };
+    const auto parameters = net->parameters();
+    const auto d = net->forward_jet(x);
+    const auto jet_grads = torch::autograd::grad({loss_of(d.value, d.first[0], d.second[0])}, parameters);
+    const auto xr = x.clone().requires_grad_();
+    const auto u = net->forward(xr).squeeze(1);
+    const auto du = torch::autograd::grad({u.sum()}, {xr}, {}, true, true)[0].squeeze(1);
+    const auto d2u = torch::autograd::grad({du.sum()}, {xr}, {}, true, true)[0].squeeze(1);
+    const auto reference = torch::autograd::grad({loss_of(u, du, d2u)}, parameters);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(jet_grads[i], reference[i], 1e-9, 1e-9))
+          << "parameter " << i << ": max diff " << (jet_grads[i] - reference[i]).abs().max().item<double>();
+    }
+  }
+}
+
 TEST(PinnNetwork, RejectsBadShapes) {
   pinn::NetSpec spec;
   spec.width = 10;

@@ -102,14 +102,43 @@ torch::Tensor PinnNetImpl::normalise_jet(const torch::Tensor& jet, size_t block)
   return pln::functional::parallel_ln_jet(jet, norms_[block]->options);
 }
 
+namespace {
+
+// A Linear on a jet: every part goes through the weight (one mm for all of
+// them), only the values take the bias. The bias is added in place to the
+// values' rows of the product, and its gradient sums the values' gradient
+// only: no pass over the whole jet adds a broadcast shift or reduces its
+// gradient, which autograd's add would. The backward is ATen ops, so it can
+// itself be differentiated.
+class JetLinear : public torch::autograd::Function<JetLinear> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& jet,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    const auto x = jet.contiguous();
+    const int64_t parts = x.size(0), n = x.size(1), in = x.size(2);
+    auto y = torch::mm(x.view({parts * n, in}), weight.t()).view({parts, n, weight.size(0)});
+    y[0].add_(bias);
+    ctx->save_for_backward({x, weight});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &weight = saved[1];
+    const auto grad = grads[0].contiguous();
+    const int64_t rows = x.size(0) * x.size(1);
+    const auto flat = grad.view({rows, grad.size(2)});
+    return {torch::mm(flat, weight).view(x.sizes()), torch::mm(flat.t(), x.view({rows, x.size(2)})),
+            grad[0].sum(0)};
+  }
+};
+
+}  // namespace
+
 torch::Tensor PinnNetImpl::linear_jet(const torch::Tensor& jet, size_t layer) const {
   const auto& lin = linears_[layer];
-  const int64_t parts = jet.size(0), n = jet.size(1);
-  // One matrix product for every part; the bias then shifts the values only
-  // (a broadcast add whose backward is a reduction, not a copy of the jet).
-  const auto out = torch::mm(jet.reshape({parts * n, jet.size(2)}), lin->weight.t());
-  const auto shift = torch::cat({lin->bias.unsqueeze(0), torch::zeros({parts - 1, lin->bias.size(0)}, lin->bias.options())});
-  return out.view({parts, n, lin->weight.size(0)}) + shift.unsqueeze(1);
+  return JetLinear::apply(jet, lin->weight, lin->bias);
 }
 
 Derivatives PinnNetImpl::forward_jet(const torch::Tensor& x) {
