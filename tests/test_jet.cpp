@@ -56,25 +56,32 @@ INSTANTIATE_TEST_SUITE_P(Groups, JetMatchesFiniteDifferences,
                          });
 
 TEST(Jet, FusedMatchesCompositeForwardAndBackward) {
+  // C = 96 and 160: rows of 8-group blocks, 4-group blocks and single groups
+  // in every mix the vector paths take (g = 4: 3 and 5 blocks of 8; g = 8: 8
+  // + 4 and 2 x 8 + 4; g = 16: 4 + 2 and 8 + 2).
   for (auto dtype : {torch::kDouble, torch::kFloat}) {
-    for (int64_t g : {1, 2, 3, 4, 8, 16, 32, 96}) {
-      for (int64_t D : {1, 2}) {
-        for (bool centering : {true, false}) {
-          SCOPED_TRACE(::testing::Message() << "dtype " << dtype << " g " << g << " D " << D << " centering " << centering);
-          torch::manual_seed(g * 10 + D);
-          const auto opts = torch::TensorOptions().dtype(dtype);
-          const auto x = torch::randn({1 + 2 * D, 3, 7, 96}, opts).requires_grad_();
-          const auto options = ParallelLNOptions(96, g).dim(3).affine(false).centering(centering);
-          const auto fused = functional::parallel_ln_jet(x, options);
-          // The kernels accumulate in double, so float results are held to the float64 formulas.
-          const auto x64 = x.detach().to(torch::kDouble).requires_grad_();
-          const auto reference = detail::parallel_ln_jet_composite(x64, options);
-          const double tol = dtype == torch::kDouble ? 1e-10 : 1e-4;
-          EXPECT_TRUE(torch::allclose(fused.to(torch::kDouble), reference, tol, tol));
-          const auto dy = torch::randn_like(fused);
-          const auto dx = torch::autograd::grad({fused}, {x}, {dy})[0].to(torch::kDouble);
-          const auto dx_ref = torch::autograd::grad({reference}, {x64}, {dy.to(torch::kDouble)})[0];
-          EXPECT_TRUE(torch::allclose(dx, dx_ref, tol, tol)) << "max diff " << (dx - dx_ref).abs().max().item<double>();
+    for (int64_t C : {96, 160}) {
+      for (int64_t g : {1, 2, 3, 4, 8, 16, 32, 96}) {
+        if (C % g != 0) continue;
+        for (int64_t D : {1, 2}) {
+          for (bool centering : {true, false}) {
+            SCOPED_TRACE(::testing::Message() << "dtype " << dtype << " C " << C << " g " << g << " D " << D
+                                              << " centering " << centering);
+            torch::manual_seed(g * 10 + D);
+            const auto opts = torch::TensorOptions().dtype(dtype);
+            const auto x = torch::randn({1 + 2 * D, 3, 7, C}, opts).requires_grad_();
+            const auto options = ParallelLNOptions(C, g).dim(3).affine(false).centering(centering);
+            const auto fused = functional::parallel_ln_jet(x, options);
+            // The kernels accumulate in double, so float results are held to the float64 formulas.
+            const auto x64 = x.detach().to(torch::kDouble).requires_grad_();
+            const auto reference = detail::parallel_ln_jet_composite(x64, options);
+            const double tol = dtype == torch::kDouble ? 1e-10 : 1e-4;
+            EXPECT_TRUE(torch::allclose(fused.to(torch::kDouble), reference, tol, tol));
+            const auto dy = torch::randn_like(fused);
+            const auto dx = torch::autograd::grad({fused}, {x}, {dy})[0].to(torch::kDouble);
+            const auto dx_ref = torch::autograd::grad({reference}, {x64}, {dy.to(torch::kDouble)})[0];
+            EXPECT_TRUE(torch::allclose(dx, dx_ref, tol, tol)) << "max diff " << (dx - dx_ref).abs().max().item<double>();
+          }
         }
       }
     }

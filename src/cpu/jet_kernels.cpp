@@ -12,7 +12,8 @@
 // registers). Group sizes 4, 8 and 16 are compile-time so the per-group loops
 // unroll; others take the same code with a run-time size. With AVX2, double
 // jets with g a multiple of 4 run four groups side by side, one per lane
-// (4 x 4 transposes on load and store), so every per-group sum is a vertical add.
+// (4 x 4 transposes on load and store), so every per-group sum is a vertical
+// add; with AVX-512, eight groups first, then four.
 
 #include "cpu/jet_kernels.h"
 
@@ -103,6 +104,67 @@ struct LaneIO {
       _mm256_storeu_pd(p + G + k, r1);
       _mm256_storeu_pd(p + 2 * G + k, r2);
       _mm256_storeu_pd(p + 3 * G + k, r3);
+    }
+  }
+};
+#endif
+
+#if PLN_HAVE_AVX512
+// Eight double groups side by side, as Vec4 but in zmm registers.
+struct Vec8 {
+  __m512d v;
+  Vec8() = default;
+  Vec8(double d) : v(_mm512_set1_pd(d)) {}  // NOLINT: scalars broadcast implicitly
+  explicit Vec8(__m512d x) : v(x) {}
+};
+inline Vec8 operator+(Vec8 a, Vec8 b) { return Vec8(_mm512_add_pd(a.v, b.v)); }
+inline Vec8 operator-(Vec8 a, Vec8 b) { return Vec8(_mm512_sub_pd(a.v, b.v)); }
+inline Vec8 operator*(Vec8 a, Vec8 b) { return Vec8(_mm512_mul_pd(a.v, b.v)); }
+inline Vec8 operator/(Vec8 a, Vec8 b) { return Vec8(_mm512_div_pd(a.v, b.v)); }
+inline Vec8 vsqrt(Vec8 x) { return Vec8(_mm512_sqrt_pd(x.v)); }
+
+// Eight consecutive groups of G doubles starting at p, one per lane. Chunk k
+// of groups 2j and 2j + 1 is row j (a0..a3 b0..b3, c.. d.., e.. f.., g.. h..);
+// two rounds of shuffles make lane vector i hold element k + i of every group,
+// in the lane order a c b d e g f h (the same for every i, so per-lane work
+// needs no other order). store() undoes it.
+template <int64_t G>
+struct LaneIO8 {
+  static __m512d row(const double* p, int64_t k) {
+    if constexpr (G == 4) return _mm512_loadu_pd(p);
+    return _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(p + k)), _mm256_loadu_pd(p + G + k), 1);
+  }
+  static void put_row(__m512d r, double* p, int64_t k) {
+    if constexpr (G == 4) {
+      _mm512_storeu_pd(p, r);
+    } else {
+      _mm256_storeu_pd(p + k, _mm512_castpd512_pd256(r));
+      _mm256_storeu_pd(p + G + k, _mm512_extractf64x4_pd(r, 1));
+    }
+  }
+  static void load(const double* p, Vec8* out) {
+    for (int64_t k = 0; k < G; k += 4) {
+      const __m512d r0 = row(p, k), r1 = row(p + 2 * G, k), r2 = row(p + 4 * G, k),
+                    r3 = row(p + 6 * G, k);
+      const __m512d t0 = _mm512_unpacklo_pd(r0, r1), t1 = _mm512_unpackhi_pd(r0, r1);
+      const __m512d t2 = _mm512_unpacklo_pd(r2, r3), t3 = _mm512_unpackhi_pd(r2, r3);
+      out[k] = Vec8(_mm512_shuffle_f64x2(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)));
+      out[k + 1] = Vec8(_mm512_shuffle_f64x2(t1, t3, _MM_SHUFFLE(2, 0, 2, 0)));
+      out[k + 2] = Vec8(_mm512_shuffle_f64x2(t0, t2, _MM_SHUFFLE(3, 1, 3, 1)));
+      out[k + 3] = Vec8(_mm512_shuffle_f64x2(t1, t3, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+  }
+  static void store(const Vec8* in, double* p) {
+    const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), high = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (int64_t k = 0; k < G; k += 4) {
+      const __m512d t0 = _mm512_permutex2var_pd(in[k].v, low, in[k + 2].v),
+                    t2 = _mm512_permutex2var_pd(in[k].v, high, in[k + 2].v),
+                    t1 = _mm512_permutex2var_pd(in[k + 1].v, low, in[k + 3].v),
+                    t3 = _mm512_permutex2var_pd(in[k + 1].v, high, in[k + 3].v);
+      put_row(_mm512_unpacklo_pd(t0, t1), p, k);
+      put_row(_mm512_unpackhi_pd(t0, t1), p + 2 * G, k);
+      put_row(_mm512_unpacklo_pd(t2, t3), p + 4 * G, k);
+      put_row(_mm512_unpackhi_pd(t2, t3), p + 6 * G, k);
     }
   }
 };
@@ -239,8 +301,25 @@ inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const P
   io.store(ga, dx + at.offset);
 }
 
-// Runs `scalar(offset)` on every group of rows [begin, end), or `lanes(offset)`
-// on four groups at a time where the AVX2 path applies.
+// Which lane type and transposes a run of side-by-side groups takes.
+#if PLN_HAVE_AVX2
+template <int64_t G>
+struct FourLanes {
+  using V = Vec4;
+  using IO = LaneIO<G>;
+};
+#endif
+#if PLN_HAVE_AVX512
+template <int64_t G>
+struct EightLanes {
+  using V = Vec8;
+  using IO = LaneIO8<G>;
+};
+#endif
+
+// Runs `scalar(offset)` on every group of rows [begin, end), or
+// `lanes(offset, Lanes{})` on eight or four groups at a time where a vector
+// path applies.
 template <int64_t G, typename T, typename Lanes, typename Scalar>
 void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unused]] Lanes&& lanes,
                 Scalar&& scalar) {
@@ -250,7 +329,10 @@ void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unus
     const int64_t stop = start + C;
 #if PLN_HAVE_AVX2
     if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-      for (; start + 4 * G <= stop; start += 4 * G) lanes(start);
+#if PLN_HAVE_AVX512
+      for (; start + 8 * G <= stop; start += 8 * G) lanes(start, EightLanes<G>{});
+#endif
+      for (; start + 4 * G <= stop; start += 4 * G) lanes(start, FourLanes<G>{});
     }
 #endif
     for (; start < stop; start += g) scalar(start);
@@ -263,12 +345,12 @@ void forward_rows(const JetGeometry& geo, const T* x, T* y, double eps, bool cen
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start) {
-#if PLN_HAVE_AVX2
-        if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-          forward_block<G, Vec4>(LaneIO<G>{}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
+      [&]([[maybe_unused]] int64_t start, auto lanes) {
+        if constexpr (std::is_same_v<T, double>) {
+          using L = decltype(lanes);
+          forward_block<G, typename L::V>(typename L::IO{}, x, y, Parts{plane, start, geo.directions}, g, eps,
+                                          centering);
         }
-#endif
       },
       [&](int64_t start) {
         forward_block<G, double>(ScalarIO<T>{g}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
@@ -281,12 +363,12 @@ void backward_rows(const JetGeometry& geo, const T* dy, const T* x, T* dx, doubl
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start) {
-#if PLN_HAVE_AVX2
-        if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-          backward_block<G, Vec4>(LaneIO<G>{}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
+      [&]([[maybe_unused]] int64_t start, auto lanes) {
+        if constexpr (std::is_same_v<T, double>) {
+          using L = decltype(lanes);
+          backward_block<G, typename L::V>(typename L::IO{}, dy, x, dx, Parts{plane, start, geo.directions}, g,
+                                           eps, centering);
         }
-#endif
       },
       [&](int64_t start) {
         backward_block<G, double>(ScalarIO<T>{g}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
