@@ -57,19 +57,35 @@ struct Buffer<0, V> {
 inline double vsqrt(double x) { return std::sqrt(x); }
 
 #if PLN_HAVE_AVX2
-// Four double groups side by side, one per lane: forward_block and
-// backward_block with V = Vec4 run the same lines as their scalar twins with
-// V = double (ScalarIO); LaneIO's 4 x 4 transposes are the only AVX2-only code.
-struct Vec4 {
-  __m256d v;
-  Vec4() = default;
-  Vec4(double d) : v(_mm256_set1_pd(d)) {}  // NOLINT: scalars broadcast implicitly
-  explicit Vec4(__m256d x) : v(x) {}
+// Four (__m256d) or, with AVX-512, eight (__m512d) double groups side by
+// side, one per lane: forward_block and backward_block with V = Vec4 or Vec8
+// run the same lines as their scalar twins with V = double (ScalarIO); the
+// transposes of LaneIO and LaneIO8 are the only vector-only code. GCC and
+// Clang define + - * / on these register types and broadcast a scalar operand.
+template <int N>
+struct Register;
+template <>
+struct Register<4> {
+  using type = __m256d;
 };
-inline Vec4 operator+(Vec4 a, Vec4 b) { return Vec4(_mm256_add_pd(a.v, b.v)); }
-inline Vec4 operator-(Vec4 a, Vec4 b) { return Vec4(_mm256_sub_pd(a.v, b.v)); }
-inline Vec4 operator*(Vec4 a, Vec4 b) { return Vec4(_mm256_mul_pd(a.v, b.v)); }
-inline Vec4 operator/(Vec4 a, Vec4 b) { return Vec4(_mm256_div_pd(a.v, b.v)); }
+template <int N>
+struct Lanes {
+  using R = typename Register<N>::type;
+  R v;
+  Lanes() = default;
+  Lanes(double d) : v(R{} + d) {}  // NOLINT: scalars broadcast implicitly
+  explicit Lanes(R x) : v(x) {}
+};
+template <int N>
+inline Lanes<N> operator+(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v + b.v); }
+template <int N>
+inline Lanes<N> operator-(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v - b.v); }
+template <int N>
+inline Lanes<N> operator*(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v * b.v); }
+template <int N>
+inline Lanes<N> operator/(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v / b.v); }
+
+using Vec4 = Lanes<4>;
 inline Vec4 vsqrt(Vec4 x) { return Vec4(_mm256_sqrt_pd(x.v)); }
 
 // Rows r0..r3 (four groups' 4-element chunks) <-> lanes (element i of every group).
@@ -110,17 +126,11 @@ struct LaneIO {
 #endif
 
 #if PLN_HAVE_AVX512
-// Eight double groups side by side, as Vec4 but in zmm registers.
-struct Vec8 {
-  __m512d v;
-  Vec8() = default;
-  Vec8(double d) : v(_mm512_set1_pd(d)) {}  // NOLINT: scalars broadcast implicitly
-  explicit Vec8(__m512d x) : v(x) {}
+template <>
+struct Register<8> {
+  using type = __m512d;
 };
-inline Vec8 operator+(Vec8 a, Vec8 b) { return Vec8(_mm512_add_pd(a.v, b.v)); }
-inline Vec8 operator-(Vec8 a, Vec8 b) { return Vec8(_mm512_sub_pd(a.v, b.v)); }
-inline Vec8 operator*(Vec8 a, Vec8 b) { return Vec8(_mm512_mul_pd(a.v, b.v)); }
-inline Vec8 operator/(Vec8 a, Vec8 b) { return Vec8(_mm512_div_pd(a.v, b.v)); }
+using Vec8 = Lanes<8>;
 inline Vec8 vsqrt(Vec8 x) { return Vec8(_mm512_sqrt_pd(x.v)); }
 
 // Eight consecutive groups of G doubles starting at p, one per lane. Chunk k
