@@ -101,6 +101,7 @@ inline void transpose4(__m256d& r0, __m256d& r1, __m256d& r2, __m256d& r3) {
 // Four consecutive groups of G doubles starting at p, lane j = group j.
 template <int64_t G>
 struct LaneIO {
+  using V = Vec4;
   static void load(const double* p, Vec4* out) {
     for (int64_t k = 0; k < G; k += 4) {
       __m256d r0 = _mm256_loadu_pd(p + k), r1 = _mm256_loadu_pd(p + G + k),
@@ -140,6 +141,7 @@ inline Vec8 vsqrt(Vec8 x) { return Vec8(_mm512_sqrt_pd(x.v)); }
 // needs no other order). store() undoes it.
 template <int64_t G>
 struct LaneIO8 {
+  using V = Vec8;
   static __m512d row(const double* p, int64_t k) {
     if constexpr (G == 4) return _mm512_loadu_pd(p);
     return _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(p + k)), _mm256_loadu_pd(p + G + k), 1);
@@ -311,27 +313,11 @@ inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const P
   io.store(ga, dx + at.offset);
 }
 
-// Which lane type and transposes a run of side-by-side groups takes.
-#if PLN_HAVE_AVX2
-template <int64_t G>
-struct FourLanes {
-  using V = Vec4;
-  using IO = LaneIO<G>;
-};
-#endif
-#if PLN_HAVE_AVX512
-template <int64_t G>
-struct EightLanes {
-  using V = Vec8;
-  using IO = LaneIO8<G>;
-};
-#endif
-
 // Runs `scalar(offset)` on every group of rows [begin, end), or
-// `lanes(offset, Lanes{})` on eight or four groups at a time where a vector
-// path applies.
-template <int64_t G, typename T, typename Lanes, typename Scalar>
-void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unused]] Lanes&& lanes,
+// `lanes(offset, io)` on eight or four groups at a time where a vector path
+// applies, io being their LaneIO8 or LaneIO.
+template <int64_t G, typename T, typename Vectors, typename Scalar>
+void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unused]] Vectors&& lanes,
                 Scalar&& scalar) {
   const int64_t g = Size<G>::get(geo.group), C = geo.channels;
   for (int64_t row = begin; row < end; ++row) {
@@ -340,9 +326,9 @@ void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unus
 #if PLN_HAVE_AVX2
     if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
 #if PLN_HAVE_AVX512
-      for (; start + 8 * G <= stop; start += 8 * G) lanes(start, EightLanes<G>{});
+      for (; start + 8 * G <= stop; start += 8 * G) lanes(start, LaneIO8<G>{});
 #endif
-      for (; start + 4 * G <= stop; start += 4 * G) lanes(start, FourLanes<G>{});
+      for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
     }
 #endif
     for (; start < stop; start += g) scalar(start);
@@ -355,11 +341,10 @@ void forward_rows(const JetGeometry& geo, const T* x, T* y, double eps, bool cen
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start, auto lanes) {
+      [&]([[maybe_unused]] int64_t start, [[maybe_unused]] auto io) {
         if constexpr (std::is_same_v<T, double>) {
-          using L = decltype(lanes);
-          forward_block<G, typename L::V>(typename L::IO{}, x, y, Parts{plane, start, geo.directions}, g, eps,
-                                          centering);
+          forward_block<G, typename decltype(io)::V>(io, x, y, Parts{plane, start, geo.directions}, g, eps,
+                                                     centering);
         }
       },
       [&](int64_t start) {
@@ -373,11 +358,10 @@ void backward_rows(const JetGeometry& geo, const T* dy, const T* x, T* dx, doubl
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
   for_groups<G, T>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start, auto lanes) {
+      [&]([[maybe_unused]] int64_t start, [[maybe_unused]] auto io) {
         if constexpr (std::is_same_v<T, double>) {
-          using L = decltype(lanes);
-          backward_block<G, typename L::V>(typename L::IO{}, dy, x, dx, Parts{plane, start, geo.directions}, g,
-                                           eps, centering);
+          backward_block<G, typename decltype(io)::V>(io, dy, x, dx, Parts{plane, start, geo.directions}, g,
+                                                      eps, centering);
         }
       },
       [&](int64_t start) {
