@@ -156,8 +156,7 @@ struct LaneIO8 {
   }
   static void load(const double* p, Vec8* out) {
     for (int64_t k = 0; k < G; k += 4) {
-      const __m512d r0 = row(p, k), r1 = row(p + 2 * G, k), r2 = row(p + 4 * G, k),
-                    r3 = row(p + 6 * G, k);
+      const __m512d r0 = row(p, k), r1 = row(p + 2 * G, k), r2 = row(p + 4 * G, k), r3 = row(p + 6 * G, k);
       const __m512d t0 = _mm512_unpacklo_pd(r0, r1), t1 = _mm512_unpackhi_pd(r0, r1);
       const __m512d t2 = _mm512_unpacklo_pd(r2, r3), t3 = _mm512_unpackhi_pd(r2, r3);
       out[k] = Vec8(_mm512_shuffle_f64x2(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)));
@@ -167,7 +166,8 @@ struct LaneIO8 {
     }
   }
   static void store(const Vec8* in, double* p) {
-    const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), high = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    const __m512i high = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
     for (int64_t k = 0; k < G; k += 4) {
       const __m512d t0 = _mm512_permutex2var_pd(in[k].v, low, in[k + 2].v),
                     t2 = _mm512_permutex2var_pd(in[k].v, high, in[k + 2].v),
