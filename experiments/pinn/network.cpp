@@ -108,8 +108,7 @@ namespace {
 // them), only the values take the bias. The bias is added in place to the
 // values' rows of the product, and its gradient sums the values' gradient
 // only: no pass over the whole jet adds a broadcast shift or reduces its
-// gradient, which autograd's add would. The backward is ATen ops, so it can
-// itself be differentiated.
+// gradient, which autograd's add would.
 class JetLinear : public torch::autograd::Function<JetLinear> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& jet,
