@@ -14,7 +14,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "common/snapshot.h"
 #include "common/threads.h"
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
@@ -91,14 +90,10 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
   const auto u_boundary = problem.exact(x_boundary);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(1e-3));
   pln::exp::DivergenceGuard guard("bench");
-  // The loop body of `pln pinn` (experiments/pinn/pinn.cpp) without its logs.
   const auto step = [&] {
-    optimizer.zero_grad();
-    const auto losses = training_losses(net, problem, x_interior, x_boundary, u_boundary, 1.0);
-    if (!guard.check(losses.total.item<double>(), 0, *net)) throw std::runtime_error("the training loss is not finite");
-    losses.total.backward();
-    guard.keep(*net);
-    optimizer.step();
+    if (!training_step(net, problem, x_interior, x_boundary, u_boundary, 1.0, optimizer, guard, 0)) {
+      throw std::runtime_error("the training loss is not finite");
+    }
   };
   const StepProducts products(spec, points, x_boundary.size(0));
 

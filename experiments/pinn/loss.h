@@ -1,12 +1,16 @@
 #pragma once
-// The PINN training loss: the PDE residual at the interior points (one
-// Taylor-mode forward) and the boundary misfit (one plain forward). `pln pinn`
-// and bench/bench_pinn_step.cpp both take their steps through it.
+// The PINN training loss, the PDE residual at the interior points (one
+// Taylor-mode forward) and the boundary misfit (one plain forward), and one
+// optimisation step on it. `pln pinn` and bench/bench_pinn_step.cpp both take
+// their steps through training_step.
 
+#include "common/snapshot.h"
 #include "pinn/network.h"
 #include "pinn/problem.h"
 
 #include <torch/torch.h>
+
+#include <optional>
 
 namespace pln::exp::pinn {
 
@@ -16,5 +20,19 @@ struct Losses {
 
 Losses training_losses(PinnNet& net, const Problem& problem, const torch::Tensor& x_interior,
                        const torch::Tensor& x_boundary, const torch::Tensor& u_boundary, double bc_weight);
+
+struct Step {
+  Losses losses;
+  double loss;  ///< losses.total as a number
+};
+
+/// Zeroes the gradients, takes the losses, then (the parameters kept by
+/// `guard` first) the backward and the optimiser's step. Empty, with nothing
+/// stepped, when the loss is not finite: `guard` has then put back the last
+/// kept parameters and recorded `step`.
+std::optional<Step> training_step(PinnNet& net, const Problem& problem, const torch::Tensor& x_interior,
+                                  const torch::Tensor& x_boundary, const torch::Tensor& u_boundary,
+                                  double bc_weight, torch::optim::Optimizer& optimizer, DivergenceGuard& guard,
+                                  int64_t step);
 
 }  // namespace pln::exp::pinn

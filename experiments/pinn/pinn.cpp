@@ -201,18 +201,14 @@ Config run(const Config& c, const RunContext& ctx) {
     const auto t0 = Clock::now();
     const double lr = schedule.at(state.step);
     set_learning_rate(*optimizer, lr);
-    optimizer->zero_grad();
-    const auto losses = training_losses(net, s.problem, x_int, x_bd, u_bd, s.bc_weight);
-    const double value = losses.total.item<double>();
-    if (!guard.check(value, state.step, *net)) break;
-    losses.total.backward();
-    guard.keep(*net);
-    optimizer->step();
+    const auto taken = training_step(net, s.problem, x_int, x_bd, u_bd, s.bc_weight, *optimizer, guard, state.step);
+    if (!taken) break;
+    const double value = taken->loss;
     state.train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     loss_value = value;
     const int64_t done = ++state.step;
     if (done % s.log_every == 0 || done == s.steps) {
-      train_log.add({double(done), value, losses.pde.item<double>(), losses.bc.item<double>(), lr});
+      train_log.add({double(done), value, taken->losses.pde.item<double>(), taken->losses.bc.item<double>(), lr});
     }
     if (s.eval_every > 0 && done % s.eval_every == 0) {
       const auto e = evaluate(net, s.problem, test);
