@@ -126,7 +126,8 @@ class NtkLog {
   void restore(const TrainingState& state) {
     if (state.logs.count("ntk.csv")) table_ = state.logs.at("ntk.csv");
     if (state.logs.count("ntk_eigenvalues.csv")) eig_ = state.logs.at("ntk_eigenvalues.csv");
-    write();
+    // As record() would have: a run that never recorded (ntk_every = 0) has no ntk.csv.
+    if (!table_.rows.empty()) write();
   }
 
  private:
