@@ -236,10 +236,10 @@ TEST(Forward, LargeOffsetKeepsPrecision) {
 }
 
 TEST(Forward, LargeNchwOutputMatchesReference) {
-  // Above 16 MiB the NCHW kernels write y and dx with non-temporal stores.
+  // From 8 MiB on the NCHW kernels write y and dx with non-temporal stores.
   torch::manual_seed(12);
   const torch::Tensor x = torch::randn({2, 32, 256, 260}).requires_grad_();
-  ASSERT_GE(x.numel() * 4, 16 << 20);
+  ASSERT_GE(x.numel() * 4, 8 << 20);
   const auto w = torch::rand({32}) + 0.5, b = torch::randn({32});
   const auto y = functional::parallel_ln(x, ParallelLNOptions(32, 8), w, b);
   const auto xr = x.detach().clone().requires_grad_();
@@ -249,6 +249,37 @@ TEST(Forward, LargeNchwOutputMatchesReference) {
   y.backward(dy);
   yr.backward(dy);
   EXPECT_LT((x.grad() - xr.grad()).abs().max().item<float>(), 1e-3);
+}
+
+TEST(Forward, LargeFeaturesLastOutputMatchesReference) {
+  // From 8 MiB on the AVX2 features-last kernels write y with non-temporal
+  // stores: groups of one register (8 floats, 4 doubles) and of two, with and
+  // without saved statistics, at a common offset.
+  torch::manual_seed(13);
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    const int64_t C = 512, rows = (int64_t(9) << 20) / (C * torch::elementSize(dtype));
+    const auto x0 = torch::randn({rows, C}, torch::TensorOptions().dtype(dtype)) + 100;
+    const auto w = torch::rand({C}, x0.options()) + 0.5, b = torch::randn({C}, x0.options());
+    const double tol = dtype == torch::kFloat ? 1e-4 : 1e-10;
+    for (const int64_t g : {8, 16, 4}) {
+      SCOPED_TRACE(::testing::Message() << "dtype " << dtype << ", g " << g);
+      const auto options = ParallelLNOptions(C, g).dim(2);
+      const auto xr = x0.to(torch::kDouble).clone().requires_grad_();  // not x0 itself for double
+      const auto yr = reference(xr, C, g, Layout::kNC, true, 1e-5, 2.0, w.to(torch::kDouble), b.to(torch::kDouble));
+      {
+        torch::NoGradGuard no_grad;
+        const auto y = functional::parallel_ln(x0, options, w, b);
+        EXPECT_LT((y.to(torch::kDouble) - yr).abs().max().item<double>(), tol);
+      }
+      const auto x = x0.clone().requires_grad_();
+      const auto y = functional::parallel_ln(x, options, w, b);
+      EXPECT_LT((y.to(torch::kDouble) - yr).abs().max().item<double>(), tol);
+      const auto dy = torch::randn_like(x0);
+      y.backward(dy);
+      yr.backward(dy.to(torch::kDouble));
+      EXPECT_LT((x.grad().to(torch::kDouble) - xr.grad()).abs().max().item<double>(), 10 * tol);
+    }
+  }
 }
 
 TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {

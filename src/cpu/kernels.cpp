@@ -38,8 +38,14 @@ namespace {
 // read as one long stream, which keeps power-of-two plane sizes (32x32 images)
 // from mapping every row of a group onto the same cache set.
 constexpr int64_t kChunk = 512;
-// Outputs at least this large are written around the cache (see kStream).
-constexpr int64_t kStreamBytes = int64_t(16) << 20;
+// Outputs at least this large are written around the cache (see kStream) by
+// the AVX2 forward (NCHW and features-last) and the NCHW backward: a quarter
+// of a 32 MiB L3, the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine
+// the features-last forward at [4096, 512] float (8 MiB) took 1.02-1.33x less
+// time streamed, and the forward followed by a read of y 0.89-1.17x; at
+// 2 MiB the forward and its reader lost 0.86-0.89x. The features-last
+// backward streamed lost (0.84-0.91x), so it does not.
+constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
 
@@ -210,6 +216,7 @@ struct Lanes<float> {
   static constexpr int kLanes = 8;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }  // p 32-byte aligned
   static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
   static V set1(float s) { return _mm256_set1_ps(s); }
   static V zero() { return _mm256_setzero_ps(); }
@@ -237,6 +244,7 @@ struct Lanes<double> {
   static constexpr int kLanes = 4;
   static V load(const double* p) { return _mm256_loadu_pd(p); }
   static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }  // p 32-byte aligned
   static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
   static V set1(double s) { return _mm256_set1_pd(s); }
   static V zero() { return _mm256_setzero_pd(); }
@@ -483,9 +491,11 @@ inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T e
 }
 
 // The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:
-// V at run time) from their statistics, and their means. Scalar twin: the
-// output loop of forward_groups, as y_j = fmadd(xc_j * rstd, w_j, b_j).
-template <typename T, bool kCenter, int kV>
+// V at run time) from their statistics, and their means unless `mean` is null
+// (no backward will read them). kStream: y is 32-byte aligned and the output
+// too large to stay in cache, so it is written with non-temporal stores.
+// Scalar twin: the output loop of forward_groups, as y_j = fmadd(xc_j * rstd, w_j, b_j).
+template <typename T, bool kCenter, int kV, bool kStream>
 inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T* shifted,
                               const T* rstd, T* mean, int64_t NG, int64_t V_rt) {
   using L = Lanes<T>;
@@ -495,12 +505,17 @@ inline void apply_groups_avx2(const T* x, T* y, const T* w, const T* b, const T*
   const int64_t G = kL * V;
   for (int64_t k = 0; k < NG; ++k) {
     const Vec s = L::bcast(x + k * G), m = L::bcast(shifted + k), r = L::bcast(rstd + k);
-    mean[k] = kCenter ? x[k * G] + shifted[k] : T(0);
+    if (mean) mean[k] = kCenter ? x[k * G] + shifted[k] : T(0);
     for (int64_t v = 0; v < V; ++v) {
       const int64_t c = k * G + kL * v;
       const Vec xc = kCenter ? L::sub(L::sub(L::load(x + c), s), m) : L::load(x + c);
       const Vec xn = L::mul(xc, r);
-      L::store(y + c, L::fmadd(xn, L::load(w + c), L::load(b + c)));
+      const Vec out = L::fmadd(xn, L::load(w + c), L::load(b + c));
+      if (kStream) {
+        L::stream(y + c, out);
+      } else {
+        L::store(y + c, out);
+      }
     }
   }
 }
@@ -672,9 +687,12 @@ void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w,
 // statistics of the whole row first measured 1.07x slower than no overlap).
 // save_stats: mean and rstd are wanted after the call (not a scratch).
 // `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
+// stream: the AVX2 kernels' output is written around the cache (y is 32-byte
+// aligned, see kStreamBytes); the caller fences.
 template <typename T, bool kCenter>
 void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                 T* rstd, [[maybe_unused]] T* shifted, T eps, [[maybe_unused]] bool save_stats) {
+                 T* rstd, [[maybe_unused]] T* shifted, T eps, [[maybe_unused]] bool save_stats,
+                 [[maybe_unused]] bool stream) {
   int64_t k = 0;
 #if PLN_HAVE_AVX512
   if constexpr (std::is_same_v<T, float>) {
@@ -706,8 +724,9 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
       for (; k + kL <= NG; k += kL) {
         stats_groups_avx2<T, kCenter, kV>(x + k * G, shifted + k, rstd + k, V, eps);
       }
-      apply_groups_avx2<T, kCenter, kV>(x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G,
-                                        shifted + k0, rstd + k0, mean + k0, k - k0, V);
+      T* const mean_k0 = save_stats ? mean + k0 : nullptr;
+      (stream ? apply_groups_avx2<T, kCenter, kV, true> : apply_groups_avx2<T, kCenter, kV, false>)(
+          x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G, shifted + k0, rstd + k0, mean_k0, k - k0, V);
     };
     switch (V) {
       case 1: row(std::integral_constant<int, 1>()); break;
@@ -734,6 +753,9 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.numel() == 0) return;
   if (I == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
+    // Rows of whole 32-byte lines (the AVX2 kernels' groups are whole registers).
+    const bool stream = reinterpret_cast<uintptr_t>(y) % 32 == 0 && C * int64_t(sizeof(T)) % 32 == 0 &&
+                        g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
     at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
 #if PLN_HAVE_AVX512
       // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
@@ -754,8 +776,11 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
         T* mean_o = mean ? mean + o * NG : scratch.data() + NG;
         T* rstd_o = rstd ? rstd + o * NG : scratch.data() + 2 * NG;
         forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(),
-                                eps, mean != nullptr);
+                                eps, mean != nullptr, stream);
       }
+#if PLN_HAVE_AVX2
+      if (stream) _mm_sfence();  // order the non-temporal stores before the join
+#endif
     });
     return;
   }
