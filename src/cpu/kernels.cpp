@@ -43,7 +43,7 @@ constexpr int64_t kChunk = 512;
 // of a 32 MiB L3, the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine,
 // one thread, 8 MiB of float: streamed, the features-last forward at
 // [4096, 512] ran 1.02-1.33x faster and the forward followed by a read of y
-// 0.89-1.17x; NCHW [32, 64, 32, 32] 1.46-1.70x (with the read 1.29-1.37x),
+// 0.89-1.17x (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32] 1.46-1.70x (with the read 1.29-1.37x),
 // its backward 1.43-1.50x. At 2 MiB the features-last forward and its reader
 // were 0.86-0.89x. The features-last backward streamed was 0.84-0.91x, so it
 // does not stream.
@@ -384,9 +384,10 @@ inline void stats_quads_avx2(const float* x, float* mean, float* shifted, float*
 }
 
 // The output of eight consecutive groups of 4 float features from their
-// statistics: register i holds groups 2i and 2i + 1. Scalar twin: the output
-// loop of forward_groups<float, kCenter, 4>, as y_j = fmadd(xc_j * rstd, w_j, b_j).
-template <bool kCenter>
+// statistics: register i holds groups 2i and 2i + 1. kStream: as in
+// apply_groups_avx2. Scalar twin: the output loop of
+// forward_groups<float, kCenter, 4>, as y_j = fmadd(xc_j * rstd, w_j, b_j).
+template <bool kCenter, bool kStream>
 inline void apply_quads_avx2(const float* x, float* y, const float* w, const float* b,
                              const float* shifted, const float* rstd) {
   const __m256 m8 = kCenter ? _mm256_loadu_ps(shifted) : _mm256_setzero_ps(), r8 = _mm256_loadu_ps(rstd);
@@ -398,7 +399,11 @@ inline void apply_quads_avx2(const float* x, float* y, const float* w, const flo
     if (kCenter) xv = _mm256_sub_ps(_mm256_sub_ps(xv, _mm256_permute_ps(xv, 0x00)), m);
     const __m256 xn = _mm256_mul_ps(xv, r);
     const __m256 out = _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + 8 * i), _mm256_loadu_ps(b + 8 * i));
-    _mm256_storeu_ps(y + 8 * i, out);
+    if (kStream) {
+      _mm256_stream_ps(y + 8 * i, out);
+    } else {
+      _mm256_storeu_ps(y + 8 * i, out);
+    }
   }
 }
 
@@ -713,8 +718,9 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
       for (; k + 8 <= NG; k += 8) {
         stats_quads_avx2<kCenter>(x + 4 * k, mean + k, shifted + k, rstd + k, eps);
       }
+      const auto apply = stream ? apply_quads_avx2<kCenter, true> : apply_quads_avx2<kCenter, false>;
       for (int64_t q = k0; q < k; q += 8) {
-        apply_quads_avx2<kCenter>(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, shifted + q, rstd + q);
+        apply(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, shifted + q, rstd + q);
       }
     }
   }
