@@ -41,12 +41,12 @@ constexpr int64_t kChunk = 512;
 // Outputs at least this large are written around the cache (see kStream) by
 // the AVX2 forward (NCHW and features-last) and the NCHW backward: a quarter
 // of a 32 MiB L3, the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine,
-// one thread, 8 MiB of float: streamed, the features-last forward at
+// one thread, 8 MiB of float, streamed: the features-last forward at
 // [4096, 512] ran 1.02-1.33x faster and the forward followed by a read of y
-// 0.89-1.17x (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32] 1.46-1.70x (with the read 1.29-1.37x),
-// its backward 1.43-1.50x. At 2 MiB the features-last forward and its reader
-// were 0.86-0.89x. The features-last backward streamed was 0.84-0.91x, so it
-// does not stream.
+// 0.89-1.17x (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32]
+// 1.46-1.70x (with the read 1.29-1.37x), its backward 1.43-1.50x. At 2 MiB
+// the features-last forward and its reader were 0.86-0.89x. The features-last
+// backward streamed was 0.84-0.91x, so it does not stream.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
