@@ -44,9 +44,10 @@ constexpr int64_t kChunk = 512;
 // one thread, 8 MiB of float, streamed: the features-last forward at
 // [4096, 512] ran 1.02-1.33x faster and the forward followed by a read of y
 // 0.89-1.17x (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32]
-// 1.46-1.70x (with the read 1.29-1.37x), its backward 1.43-1.50x. At 2 MiB
-// the features-last forward and its reader were 0.86-0.89x. The features-last
-// backward streamed was 0.84-0.91x, so it does not stream.
+// 1.46-1.70x (with the read 1.21-1.37x), its backward 1.43-1.50x. At 1-2 MiB
+// the features-last forward and its reader were 0.72-0.89x, at 4 MiB
+// 1.02-1.06x. The features-last backward streamed was 0.84-0.91x, so it does
+// not stream.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
