@@ -253,8 +253,8 @@ TEST(Forward, LargeNchwOutputMatchesReference) {
 
 TEST(Forward, LargeFeaturesLastOutputMatchesReference) {
   // From 8 MiB on the AVX2 features-last kernels write y with non-temporal
-  // stores: groups of one register (8 floats, 4 doubles) and of two, with and
-  // without saved statistics, at a common offset.
+  // stores: groups of 8 and 16 (one or more whole registers) and of 4 (float:
+  // half a register), with and without saved statistics, at a common offset.
   torch::manual_seed(13);
   for (const auto dtype : {torch::kFloat, torch::kDouble}) {
     const int64_t C = 512, rows = (int64_t(9) << 20) / (C * torch::elementSize(dtype));
