@@ -49,6 +49,14 @@ constexpr int64_t kChunk = 512;
 // 1.02-1.06x. The features-last backward streamed was 0.84-0.91x, so it does
 // not stream.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
+// Whether an output of `count` values of T, in rows of `row` values starting
+// at `out`, is written with non-temporal stores: large enough, and every row
+// begins on a 32-byte boundary (the AVX2 stores' alignment).
+template <typename T>
+bool streams_output(const T* out, int64_t row, int64_t count) {
+  return out != nullptr && reinterpret_cast<uintptr_t>(out) % 32 == 0 &&
+         row * int64_t(sizeof(T)) % 32 == 0 && count * int64_t(sizeof(T)) >= kStreamBytes;
+}
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
 
@@ -762,9 +770,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.numel() == 0) return;
   if (I == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
-    // Rows of whole 32-byte lines (the AVX2 kernels' groups are whole registers).
-    const bool stream = reinterpret_cast<uintptr_t>(y) % 32 == 0 && C * int64_t(sizeof(T)) % 32 == 0 &&
-                        g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
+    const bool stream = streams_output(y, C, g.numel());
     at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
 #if PLN_HAVE_AVX512
       // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
@@ -795,8 +801,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   }
   const int64_t slabs = g.outer * NG;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-  [[maybe_unused]] const bool stream = I % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0 &&
-                      g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
+  [[maybe_unused]] const bool stream = streams_output(y, I, g.numel());
   at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * kChunk));
     for (int64_t s = begin; s < end; ++s) {
@@ -1292,8 +1297,7 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
       });
     } else {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-      [[maybe_unused]] const bool stream = dx && I % 8 == 0 && reinterpret_cast<uintptr_t>(dx) % 32 == 0 &&
-                          g.numel() * int64_t(sizeof(T)) >= kStreamBytes;
+      [[maybe_unused]] const bool stream = streams_output(dx, I, g.numel());
       at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
         double* dw = partials.dweight();
         double* db = partials.dbias();
