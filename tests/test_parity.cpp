@@ -282,6 +282,30 @@ TEST(Forward, LargeFeaturesLastOutputMatchesReference) {
   }
 }
 
+TEST(Backward, LargeFeaturesLastGradientIsRowwiseBitForBit) {
+  // From 8 MiB on the AVX-512 backward of float groups of 8 writes dx around
+  // the cache and prefetches x and dy: each row's dx is still the bits a
+  // small call (stored through the cache) gives for that row alone, with
+  // rows of whole blocks of sixteen groups (C = 512, 384) and with a remainder
+  // the scalar kernel takes (C = 136, 17 groups).
+  torch::manual_seed(14);
+  for (const int64_t C : {512, 384, 136}) {
+    SCOPED_TRACE(::testing::Message() << "C " << C);
+    const int64_t rows = (int64_t(9) << 20) / (C * 4);
+    const auto x0 = torch::randn({rows, C}) + 100;
+    const auto w = torch::rand({C}) + 0.5, b = torch::randn({C});
+    const auto dy = torch::randn_like(x0);
+    const auto options = ParallelLNOptions(C, 8).dim(2);
+    const auto x = x0.clone().requires_grad_();
+    functional::parallel_ln(x, options, w, b).backward(dy);
+    for (const int64_t r0 : {int64_t(0), rows / 2, rows - 40}) {
+      const auto xs = x0.slice(0, r0, r0 + 40).clone().requires_grad_();
+      functional::parallel_ln(xs, options, w, b).backward(dy.slice(0, r0, r0 + 40).contiguous());
+      EXPECT_TRUE(torch::equal(x.grad().slice(0, r0, r0 + 40), xs.grad())) << "rows from " << r0;
+    }
+  }
+}
+
 TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {
   torch::manual_seed(5);
   const torch::Tensor x = torch::randn({7, 3, 20});

@@ -39,15 +39,19 @@ namespace {
 // from mapping every row of a group onto the same cache set.
 constexpr int64_t kChunk = 512;
 // Outputs at least this large are written around the cache (see kStream) by
-// the AVX2 forward (NCHW and features-last) and the NCHW backward: a quarter
-// of a 32 MiB L3, the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine,
-// one thread, 8 MiB of float, streamed: the features-last forward at
-// [4096, 512] ran 1.02-1.33x faster and the forward followed by a read of y
-// 0.89-1.17x (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32]
+// the AVX2 forward (NCHW and features-last), the NCHW backward and the
+// AVX-512 features-last backward of groups of 8: a quarter of a 32 MiB L3,
+// the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine, one thread,
+// 8 MiB of float, streamed: the features-last forward at [4096, 512] ran
+// 1.02-1.33x faster and the forward followed by a read of y 0.89-1.17x
+// (g = 8; g = 4: 1.00-1.24x and 1.07-1.13x); NCHW [32, 64, 32, 32]
 // 1.46-1.70x (with the read 1.21-1.37x), its backward 1.43-1.50x. At 1-2 MiB
 // the features-last forward and its reader were 0.72-0.89x, at 4 MiB
-// 1.02-1.06x. The features-last backward streamed was 0.84-0.91x, so it does
-// not stream. On an Intel Xeon (AVX-512), 8 MiB streamed: the AVX2 forward
+// 1.02-1.06x. The AVX2 features-last backward streamed was 0.84-0.91x there;
+// on a Zen 5 machine, where it is bound by its arithmetic, streamed and
+// prefetched as the AVX-512 one (backward_octet_blocks_avx512) it was
+// 1.03-1.09x alone and 0.92-0.95x followed by a read of dx, so it does not
+// stream. On an Intel Xeon (AVX-512), 8 MiB streamed: the AVX2 forward
 // 0.96-1.17x, with the read 0.67-0.78x; from 12 MiB the forward 1.4-1.8x.
 // The AVX-512 forward of float groups of 8 streamed was 0.96-0.97x at 8 MiB
 // (0.71-0.73x with the read), so it stores through the cache. A constant,
@@ -56,11 +60,11 @@ constexpr int64_t kChunk = 512;
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // Whether an output of `count` values of T, in rows of `row` values starting
 // at `out`, is written with non-temporal stores: large enough, and every row
-// begins on a 32-byte boundary (the AVX2 stores' alignment).
+// begins on an `align`-byte boundary (32 for the AVX2 stores, 64 for AVX-512).
 template <typename T>
-bool streams_output(const T* out, int64_t row, int64_t count) {
-  return out != nullptr && reinterpret_cast<uintptr_t>(out) % 32 == 0 &&
-         row * int64_t(sizeof(T)) % 32 == 0 && count * int64_t(sizeof(T)) >= kStreamBytes;
+bool streams_output(const T* out, int64_t row, int64_t count, int64_t align = 32) {
+  return out != nullptr && reinterpret_cast<uintptr_t>(out) % align == 0 &&
+         row * int64_t(sizeof(T)) % align == 0 && count * int64_t(sizeof(T)) >= kStreamBytes;
 }
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
@@ -1116,11 +1120,22 @@ struct OctetGradBlock {
   __m512 mean_d, c, a;  // tree order
 };
 
-template <bool kCenter>
+// kStream (see backward_octet_blocks_avx512): x and dy are fetched this many
+// floats (8 KiB) ahead.
+constexpr int64_t kOctetGradPrefetch = 2048;
+
+template <bool kCenter, bool kStream>
 inline OctetGradBlock octet_grad_sums_avx512(const float* dy, const float* x, const float* mean,
                                              const float* rstd, const float* w) {
   OctetGradBlock blk;
   __m512* d = blk.d;
+  if (kStream) {
+#pragma GCC unroll 8
+    for (int line = 0; line < 8; ++line) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + kOctetGradPrefetch + 16 * line), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(dy + kOctetGradPrefetch + 16 * line), _MM_HINT_T0);
+    }
+  }
   const __m512 rstd16 = _mm512_loadu_ps(rstd);
   __m512 gy[8];
 #pragma GCC unroll 8
@@ -1151,6 +1166,7 @@ inline OctetGradBlock octet_grad_sums_avx512(const float* dy, const float* x, co
   return blk;
 }
 
+template <bool kStream>
 inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, const float* rstd,
                                     const float* w, float* dx, float* dw, float* db) {
 #pragma GCC unroll 8
@@ -1160,8 +1176,12 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
     const __m512 dyv = _mm512_loadu_ps(dy + 16 * e);
     if (dx) {
       const __m512 gy_a = _mm512_fmsub_ps(dyv, _mm512_loadu_ps(w + 16 * e), spread_octets(blk.a, e, e + 8));
-      _mm512_storeu_ps(dx + 16 * e,
-                       _mm512_mul_ps(r_e, _mm512_fnmadd_ps(yv, spread_octets(blk.c, e, e + 8), gy_a)));
+      const __m512 dxv = _mm512_mul_ps(r_e, _mm512_fnmadd_ps(yv, spread_octets(blk.c, e, e + 8), gy_a));
+      if (kStream) {
+        _mm512_stream_ps(dx + 16 * e, dxv);
+      } else {
+        _mm512_storeu_ps(dx + 16 * e, dxv);
+      }
     }
     if (dw) {
       _mm512_storeu_ps(dw + 16 * e, _mm512_fmadd_ps(dyv, yv, _mm512_loadu_ps(dw + 16 * e)));
@@ -1175,37 +1195,49 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
 // data, the backward's chain being shorter). The two loops are written out:
 // one helper taking the two steps as lambdas measured 1.05-1.1x slower in
 // both (GCC 12).
-template <bool kCenter>
+//
+// kStream (dx of kStreamBytes or more, rows 64-byte aligned; the caller
+// fences): dx is written around the cache and x and dy are prefetched 8 KiB
+// ahead. On a Zen 5 machine, one thread, [4096, 512] (8 MiB), the kernel
+// took 0.46-0.49 ns a value stored through the cache and 0.23 with both
+// (0.34 streamed alone, 0.35 prefetched alone), followed by a read of dx
+// 0.52-0.61 against 0.33-0.34; at 16 MiB 0.56-0.58 against 0.23-0.34. At
+// 4 MiB, where x, dy and dx stay in the L3, streaming lost with the read
+// (0.32 against 0.29 ns), hence the common threshold.
+template <bool kCenter, bool kStream>
 void backward_octet_blocks_avx512(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* w, float* dx, float* dw,
                                   float* db, int64_t n) {
   if (n <= 0) return;
-  OctetGradBlock blk = octet_grad_sums_avx512<kCenter>(dy, x, mean, rstd, w);
+  OctetGradBlock blk = octet_grad_sums_avx512<kCenter, kStream>(dy, x, mean, rstd, w);
   for (int64_t j = 0; j + 1 < n; ++j) {
     const int64_t i = j + 1;
-    const OctetGradBlock next = octet_grad_sums_avx512<kCenter>(dy + 128 * i, x + 128 * i,
-                                                                mean + 16 * i, rstd + 16 * i,
-                                                                w + 128 * i);
-    octet_grad_apply_avx512(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j,
-                            dx ? dx + 128 * j : nullptr, dw ? dw + 128 * j : nullptr,
-                            db ? db + 128 * j : nullptr);
+    const OctetGradBlock next = octet_grad_sums_avx512<kCenter, kStream>(
+        dy + 128 * i, x + 128 * i, mean + 16 * i, rstd + 16 * i, w + 128 * i);
+    octet_grad_apply_avx512<kStream>(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j,
+                                     dx ? dx + 128 * j : nullptr, dw ? dw + 128 * j : nullptr,
+                                     db ? db + 128 * j : nullptr);
     blk = next;
   }
   const int64_t j = n - 1;
-  octet_grad_apply_avx512(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j, dx ? dx + 128 * j : nullptr,
-                          dw ? dw + 128 * j : nullptr, db ? db + 128 * j : nullptr);
+  octet_grad_apply_avx512<kStream>(blk, dy + 128 * j, rstd + 16 * j, w + 128 * j,
+                                   dx ? dx + 128 * j : nullptr, dw ? dw + 128 * j : nullptr,
+                                   db ? db + 128 * j : nullptr);
 }
 #endif  // PLN_HAVE_AVX512
 
+// stream: the AVX-512 kernel's dx is written around the cache (see
+// backward_octet_blocks_avx512); the caller fences.
 template <typename T, bool kCenter>
 void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd,
-                  const T* w, T* dx, T* dw, T* db) {
+                  const T* w, T* dx, T* dw, T* db, [[maybe_unused]] bool stream) {
   int64_t k = 0;
 #if PLN_HAVE_AVX512
   if constexpr (std::is_same_v<T, float>) {
     if (G == 8) {
       k = NG / 16 * 16;
-      backward_octet_blocks_avx512<kCenter>(dy, x, mean, rstd, w, dx, dw, db, k / 16);
+      (stream ? backward_octet_blocks_avx512<kCenter, true> : backward_octet_blocks_avx512<kCenter, false>)(
+          dy, x, mean, rstd, w, dx, dw, db, k / 16);
     }
   }
 #endif
@@ -1285,6 +1317,7 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
   if (g.numel() > 0) {
     if (I == 1) {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
+      [[maybe_unused]] const bool stream = G == 8 && streams_output(dx, C, g.numel(), 64);
       at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
         // Rows of one task are summed in T, then added to the double partials.
         std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
@@ -1292,8 +1325,11 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
         T* db = partials.wanted ? local.data() + C : nullptr;
         for (int64_t o = begin; o < end; ++o) {
           backward_row<T, kCenter>(dy + o * C, x + o * C, NG, G, mean + o * NG, rstd + o * NG, w,
-                                   dx ? dx + o * C : nullptr, dw, db);
+                                   dx ? dx + o * C : nullptr, dw, db, stream);
         }
+#if PLN_HAVE_AVX512
+        if (stream) _mm_sfence();  // order the non-temporal stores before the join
+#endif
         if (partials.wanted) {
           double* pw = partials.dweight();
           double* pb = partials.dbias();
