@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 namespace pln::test {
 namespace {
@@ -98,6 +99,30 @@ TEST(Capability, FollowsTheEnvironment) {
     const auto x = torch::randn({2, 8});
     expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
                  {"PLN_CPU_CAPABILITY must be base, avx2 or avx512"});
+  }
+}
+
+TEST(StreamBackward, FollowsTheEnvironment) {
+  // 0 and 1 (and unset) only choose how dx is written: the bits are checked
+  // by Backward.LargeFeaturesLastGradientIsRowwiseBitForBit, which ctest runs
+  // once more with PLN_CPU_STREAM_BACKWARD=1. Any other value fails every
+  // backward, whatever its layout.
+  const char* wanted = std::getenv("PLN_CPU_STREAM_BACKWARD");
+  const std::string value = wanted ? wanted : "";
+  const auto backward = [](int64_t C, int64_t g, int64_t dim) {
+    const auto x = (dim == 4 ? torch::randn({2, C, 3, 3}) : torch::randn({4, C})).requires_grad_();
+    functional::parallel_ln(x, ParallelLNOptions(C, g).dim(dim)).sum().backward();
+    return x.grad();
+  };
+  if (value.empty() || value == "0" || value == "1") {
+    EXPECT_TRUE(torch::isfinite(backward(128, 8, 2)).all().item<bool>());
+  } else {
+    for (const auto& [C, g, dim] : {std::tuple<int64_t, int64_t, int64_t>{128, 8, 2}, {12, 4, 4}}) {
+      expect_error([&] { backward(C, g, dim); },
+                   {"PLN_CPU_STREAM_BACKWARD must be 0 or 1, got '", wanted});
+    }
+    torch::NoGradGuard no_grad;  // the forward does not read it
+    EXPECT_EQ(functional::parallel_ln(torch::ones({2, 8}), ParallelLNOptions(8, 4).dim(2)).size(1), 8);
   }
 }
 

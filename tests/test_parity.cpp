@@ -284,7 +284,9 @@ TEST(Forward, LargeFeaturesLastOutputMatchesReference) {
 
 TEST(Backward, LargeFeaturesLastGradientIsRowwiseBitForBit) {
   // From 8 MiB on the AVX-512 backward of float groups of 8 writes dx around
-  // the cache and prefetches x and dy: each row's dx is still the bits a
+  // the cache and prefetches x and dy, on CPUs where that is faster and
+  // wherever PLN_CPU_STREAM_BACKWARD=1 (ctest's library_tests_streamed_backward
+  // runs this test so): each row's dx is still the bits a
   // small call (stored through the cache) gives for that row alone, with
   // rows of whole blocks of sixteen groups (C = 512, 384) and with two groups
   // left to the scalar kernel (C = 144; rows stay 64-byte aligned).

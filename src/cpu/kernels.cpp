@@ -1203,7 +1203,12 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
 // (0.34 streamed alone, 0.35 prefetched 4 KiB ahead alone), followed by a read of dx
 // 0.52-0.61 against 0.33-0.34; at 16 MiB 0.56-0.58 against 0.23-0.34. At
 // 4 MiB, where x, dy and dx stay in the L3, streaming lost with the read
-// (0.32 against 0.29 ns), hence the common threshold.
+// (0.32 against 0.29 ns), hence the common threshold. On a Zen 4 machine
+// the kernel is at its arithmetic (0.315 ns a value on L2-resident data and
+// with 4 MiB each in the L3), and streamed and prefetched it took 0.41-0.61
+// against 0.42-0.54 at one thread (8 and 16 MiB) and 0.56-0.59 against
+// 0.37-0.40 ns a value and thread at two (each alone: 0.41-0.54), so it
+// streams only where streams_octet_backward() says.
 template <bool kCenter, bool kStream>
 void backward_octet_blocks_avx512(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* w, float* dx, float* dw,
@@ -1317,7 +1322,8 @@ void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, co
   if (g.numel() > 0) {
     if (I == 1) {
       const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
-      [[maybe_unused]] const bool stream = std::is_same_v<T, float> && G == 8 && streams_output(dx, C, g.numel(), 64);
+      [[maybe_unused]] const bool stream = std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
+                                           streams_output(dx, C, g.numel(), 64);
       at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
         // Rows of one task are summed in T, then added to the double partials.
         std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));

@@ -53,6 +53,12 @@ PLN_DECLARE_KERNELS(avx512)
 /// supports unless the environment variable PLN_CPU_CAPABILITY names one.
 const char* capability();
 
+/// Whether the AVX-512 backward of float groups of 8 writes a dx of 8 MiB or
+/// more around the cache (and prefetches x and dy): where that measured faster,
+/// AMD family 1Ah (Zen 5), unless PLN_CPU_STREAM_BACKWARD is 1 (always) or 0
+/// (never). Any other value is an error on every backward call.
+bool streams_octet_backward();
+
 /// Dispatches to the best compiled capability.
 template <typename T>
 void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,
