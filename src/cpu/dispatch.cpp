@@ -65,10 +65,10 @@ unsigned amd_family() {
 
 // Streaming the backward's dx was measured (kernel alone, [4096, 512] float,
 // see backward_octet_blocks_avx512) 2x faster on a Zen 5 machine, where the
-// kernel is otherwise bound by memory, and 1.5x slower at two threads on a
-// Zen 4 one (even at one), where it is bound by its arithmetic and x, dy
-// and dx stay in the L3; not measured elsewhere, so elsewhere it stores
-// through the cache as the kernels did before.
+// kernel is otherwise bound by memory, and 1.3-1.5x slower at two threads on
+// a Zen 4 one (even at one), where it is bound by its arithmetic and x, dy
+// and dx stay in the L3; not measured on other CPUs, which store
+// through the cache as the kernel did before commit 9c853cd.
 bool streams_octet_backward() {
   static const bool on = [] {
     const char* wanted = std::getenv("PLN_CPU_STREAM_BACKWARD");

@@ -1204,11 +1204,11 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
 // 0.52-0.61 against 0.33-0.34; at 16 MiB 0.56-0.58 against 0.23-0.34. At
 // 4 MiB, where x, dy and dx stay in the L3, streaming lost with the read
 // (0.32 against 0.29 ns), hence the common threshold. On a Zen 4 machine
-// the kernel is at its arithmetic (0.315 ns a value on L2-resident data and
-// with 4 MiB each in the L3), and streamed and prefetched it took 0.41-0.61
-// against 0.42-0.54 at one thread (8 and 16 MiB) and 0.56-0.59 against
-// 0.37-0.40 ns a value and thread at two (each alone: 0.41-0.54), so it
-// streams only where streams_octet_backward() says.
+// the kernel is at its arithmetic (0.31-0.33 ns a value on L2-resident data
+// and with 4 MiB each in the L3), and streamed and prefetched it took
+// 0.41-0.61 against 0.42-0.54 at one thread (8 and 16 MiB) and 0.56-0.63
+// against 0.37-0.49 ns a value and thread at two (each alone: 0.41-0.54),
+// so it streams only where streams_octet_backward() says.
 template <bool kCenter, bool kStream>
 void backward_octet_blocks_avx512(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* w, float* dx, float* dw,
