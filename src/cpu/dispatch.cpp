@@ -5,6 +5,7 @@
 #endif
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "cpu/jet_kernels.h"
@@ -14,6 +15,13 @@ namespace pln::cpu {
 namespace {
 
 enum class Capability { kBase, kAvx2, kAvx512 };
+
+// The value of the environment variable `name`, or none when it is unset or empty.
+std::optional<std::string> environment_setting(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
 
 Capability best_supported() {
 #if PLN_X86_KERNELS
@@ -33,9 +41,9 @@ Capability best_supported() {
 Capability chosen() {
   static const Capability cap = [] {
     const Capability best = best_supported();
-    const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
-    if (wanted == nullptr || *wanted == '\0') return best;
-    const std::string name(wanted);
+    const auto wanted = environment_setting("PLN_CPU_CAPABILITY");
+    if (!wanted) return best;
+    const std::string& name = *wanted;
     TORCH_CHECK(name == "base" || name == "avx2" || name == "avx512",
                 "PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", name, "'");
     if (name == "base") return Capability::kBase;
@@ -71,12 +79,10 @@ unsigned amd_family() {
 // through the cache as the kernel did before commit 9c853cd.
 bool streams_octet_backward() {
   static const bool on = [] {
-    const char* wanted = std::getenv("PLN_CPU_STREAM_BACKWARD");
-    if (wanted != nullptr && *wanted != '\0') {
-      const std::string value(wanted);
-      TORCH_CHECK(value == "0" || value == "1", "PLN_CPU_STREAM_BACKWARD must be 0 or 1, got '",
-                  value, "'");
-      return value == "1";
+    if (const auto wanted = environment_setting("PLN_CPU_STREAM_BACKWARD")) {
+      TORCH_CHECK(*wanted == "0" || *wanted == "1", "PLN_CPU_STREAM_BACKWARD must be 0 or 1, got '",
+                  *wanted, "'");
+      return *wanted == "1";
     }
 #if PLN_X86_KERNELS
     return amd_family() == 0x1A;

@@ -39,8 +39,9 @@ namespace {
 // from mapping every row of a group onto the same cache set.
 constexpr int64_t kChunk = 512;
 // Outputs at least this large are written around the cache (see kStream) by
-// the AVX2 forward (NCHW and features-last), the NCHW backward and the
-// AVX-512 features-last backward of groups of 8: a quarter of a 32 MiB L3,
+// the AVX2 forward (NCHW and features-last), the NCHW backward and, where
+// streams_octet_backward() says, the AVX-512 features-last backward of groups
+// of 8: a quarter of a 32 MiB L3,
 // the rule glibc's memcpy follows. On a Zen 3 (AVX2) machine, one thread,
 // 8 MiB of float, streamed: the features-last forward at [4096, 512] ran
 // 1.02-1.33x faster and the forward followed by a read of y 0.89-1.17x
