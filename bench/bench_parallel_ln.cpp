@@ -1,4 +1,6 @@
-// Side-by-side timings of Parallel LN on the three reference shapes, printed as
+// Side-by-side timings of Parallel LN on the three reference shapes and two
+// larger than a last-level cache (where the copy, and a fused op, run at
+// memory bandwidth rather than at the cache's or the FP units'), printed as
 // ratios from one run: the fused kernels, the composed ATen ops of the original
 // module, torch::layer_norm on the grouped view (plus permutes and affine), and
 // a plain copy of the input (the memory-bound floor). Min of N repetitions;
@@ -81,6 +83,9 @@ int main(int argc, char** argv) {
       {"MLP    [4096,512] g=8", {4096, 512}, 512, 8, 2},
       {"tokens [128,65,384] g=8", {128, 65, 384}, 384, 8, 3},
       {"NCHW   [128,64,32,32] g=16", {128, 64, 32, 32}, 64, 16, 4},
+      // 128 MiB and 98 MiB a tensor: four and three times a 32 MiB L3.
+      {"MLP    [65536,512] g=8", {65536, 512}, 512, 8, 2},
+      {"tokens [1024,65,384] g=8", {1024, 65, 384}, 384, 8, 3},
   };
   if (quick) {
     shapes = {{"MLP    [512,512] g=8", {512, 512}, 512, 8, 2},

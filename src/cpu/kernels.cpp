@@ -55,17 +55,29 @@ constexpr int64_t kChunk = 512;
 // stream. On an Intel Xeon (AVX-512), 8 MiB streamed: the AVX2 forward
 // 0.96-1.17x, with the read 0.67-0.78x; from 12 MiB the forward 1.4-1.8x.
 // The AVX-512 forward of float groups of 8 streamed was 0.96-0.97x at 8 MiB
-// (0.71-0.73x with the read), so it stores through the cache. A constant,
-// not a share of the L3 the CPU reports: that machine reports 480 MiB but
-// copies 16 MiB 3.3x slower than 8, and streams its 32 MiB NCHW 1.8x faster.
+// (0.71-0.73x with the read), so it streams only from kStreamOctetForwardBytes.
+// A constant, not a share of the L3 the CPU reports: that machine reports
+// 480 MiB but copies 16 MiB 3.3x slower than 8, and streams its 32 MiB NCHW
+// 1.8x faster.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
+// The AVX-512 forward of float groups of 8 streams its output from twice a
+// 32 MiB L3 on. On a Zen 4 machine ([rows, 512], the kernel alone, min of 30-40
+// rounds, same bits), streamed against stored through the cache, ns a value
+// and thread: 8 MiB at two threads 0.30 against 0.21 (with a read of y 0.50-0.56
+// against 0.27-0.31); 32 MiB at two threads 0.29-0.30 against 0.30-0.34 but
+// with the read 0.59-0.64 against 0.48-0.58; 48 MiB 0.29 against 0.40, with
+// the read even; from 64 MiB 0.23-0.31 against 0.30-0.43 at one and two
+// threads, with the read 0.36-0.68 against 0.40-0.80.
+constexpr int64_t kStreamOctetForwardBytes = int64_t(64) << 20;
 // Whether an output of `count` values of T, in rows of `row` values starting
-// at `out`, is written with non-temporal stores: large enough, and every row
-// begins on an `align`-byte boundary (32 for the AVX2 stores, 64 for AVX-512).
+// at `out`, is written with non-temporal stores: at least `min_bytes`, and
+// every row begins on an `align`-byte boundary (32 for the AVX2 stores, 64
+// for AVX-512).
 template <typename T>
-bool streams_output(const T* out, int64_t row, int64_t count, int64_t align = 32) {
+bool streams_output(const T* out, int64_t row, int64_t count, int64_t align = 32,
+                    int64_t min_bytes = kStreamBytes) {
   return out != nullptr && reinterpret_cast<uintptr_t>(out) % align == 0 &&
-         row * int64_t(sizeof(T)) % align == 0 && count * int64_t(sizeof(T)) >= kStreamBytes;
+         row * int64_t(sizeof(T)) % align == 0 && count * int64_t(sizeof(T)) >= min_bytes;
 }
 // Work per parallel task, in elements.
 constexpr int64_t kGrainElements = 1 << 15;
@@ -640,14 +652,19 @@ inline OctetBlock octet_stats_avx512(const float* x, float* mean, float* rstd, f
 
 // y = ((x - shift) * rstd - m_shifted * rstd) * w + b, with rstd and
 // -m_shifted * rstd spread over each group's lanes.
+template <bool kStream>
 inline void octet_apply_avx512(const OctetBlock& blk, float* y, const float* w, const float* b) {
   const __m512* d = blk.d;
   const __m512 rs = blk.rs, neg_mr = blk.neg_mr;
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
     const __m512 xn = _mm512_fmadd_ps(d[e], spread_octets(rs, e, e + 8), spread_octets(neg_mr, e, e + 8));
-    _mm512_storeu_ps(y + 16 * e,
-                     _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e)));
+    const __m512 out = _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e));
+    if (kStream) {
+      _mm512_stream_ps(y + 16 * e, out);
+    } else {
+      _mm512_storeu_ps(y + 16 * e, out);
+    }
   }
 }
 
@@ -660,7 +677,7 @@ inline void octet_apply_avx512(const OctetBlock& blk, float* y, const float* w, 
 // data, [128, 512]: 1.1x when each row of four blocks is a pipeline of its
 // own, 1.3x through all the rows. The same operations as one block at a
 // time: the same bits.
-template <bool kCenter, bool kSaveStats>
+template <bool kCenter, bool kSaveStats, bool kStream = false>
 void forward_octet_blocks_avx512(const float* x, float* y, const float* w, const float* b,
                                  float* mean, float* rstd, int64_t n, int64_t period, float eps) {
   if (n <= 0) return;
@@ -670,11 +687,11 @@ void forward_octet_blocks_avx512(const float* x, float* y, const float* w, const
     const int64_t i = j + 1;
     const OctetBlock next =
         octet_stats_avx512<kCenter, kSaveStats>(x + 128 * i, mean + 16 * i, rstd + 16 * i, eps);
-    octet_apply_avx512(blk, y + 128 * j, w + 128 * c, b + 128 * c);
+    octet_apply_avx512<kStream>(blk, y + 128 * j, w + 128 * c, b + 128 * c);
     if (++c == period) c = 0;
     blk = next;
   }
-  octet_apply_avx512(blk, y + 128 * (n - 1), w + 128 * c, b + 128 * c);
+  octet_apply_avx512<kStream>(blk, y + 128 * (n - 1), w + 128 * c, b + 128 * c);
 }
 #endif  // PLN_HAVE_AVX512
 
@@ -781,6 +798,8 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (I == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
     const bool stream = streams_output(y, C, g.numel());
+    [[maybe_unused]] const bool stream_octets =
+        streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
     at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
 #if PLN_HAVE_AVX512
       // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
@@ -788,10 +807,16 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
         if (G == 8 && C % 128 == 0) {
           const int64_t n = (end - begin) * C / 128;
           const int64_t o = begin;
-          return mean ? forward_octet_blocks_avx512<kCenter, true>(
-                            x + o * C, y + o * C, w, b, mean + o * NG, rstd + o * NG, n, C / 128, eps)
-                      : forward_octet_blocks_avx512<kCenter, false>(
-                            x + o * C, y + o * C, w, b, nullptr, nullptr, n, C / 128, eps);
+          float* const mean_o = mean ? mean + o * NG : nullptr;
+          float* const rstd_o = mean ? rstd + o * NG : nullptr;
+          const auto blocks =
+              stream_octets ? (mean ? forward_octet_blocks_avx512<kCenter, true, true>
+                                    : forward_octet_blocks_avx512<kCenter, false, true>)
+                            : (mean ? forward_octet_blocks_avx512<kCenter, true, false>
+                                    : forward_octet_blocks_avx512<kCenter, false, false>);
+          blocks(x + o * C, y + o * C, w, b, mean_o, rstd_o, n, C / 128, eps);
+          if (stream_octets) _mm_sfence();  // order the non-temporal stores before the join
+          return;
         }
       }
 #endif
