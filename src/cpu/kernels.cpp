@@ -63,11 +63,11 @@ constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // The AVX-512 forward of float groups of 8 streams its output from twice a
 // 32 MiB L3 on. On a Zen 4 machine ([rows, 512], the kernel alone, min of 30-40
 // rounds, same bits), streamed against stored through the cache, ns a value
-// and thread: 8 MiB at two threads 0.30 against 0.21 (with a read of y 0.50-0.56
-// against 0.27-0.31); 32 MiB at two threads 0.29-0.30 against 0.30-0.34 but
-// with the read 0.59-0.64 against 0.48-0.58; 48 MiB 0.29 against 0.40, with
-// the read even; from 64 MiB 0.23-0.31 against 0.30-0.43 at one and two
-// threads, with the read 0.36-0.68 against 0.40-0.80.
+// and thread: 8-16 MiB at two threads 0.29-0.30 against 0.16-0.21 (with a read
+// of y 0.50-0.56 against 0.27-0.31); 32 MiB at two threads 0.29-0.30 against
+// 0.30-0.34 but with the read 0.59-0.64 against 0.48-0.58; 48 MiB 0.29 against
+// 0.40, with the read even; from 64 MiB 0.21-0.31 against 0.27-0.43 at one and
+// two threads, with the read 0.36-0.68 against 0.40-0.80.
 constexpr int64_t kStreamOctetForwardBytes = int64_t(64) << 20;
 // Whether an output of `count` values of T, in rows of `row` values starting
 // at `out`, is written with non-temporal stores: at least `min_bytes`, and
