@@ -47,11 +47,16 @@ def side_by_side_parser(doc, quick_help):
 
 def side_by_side_setup(args, name):
     """Stops when the pln program is missing; returns the environment that pins
-    both sides' threads (OpenBLAS's too) and the number of runs per side."""
+    both sides' threads (OpenBLAS's too) and OpenMP's wait, and the number of
+    runs per side."""
     if not Path(args.pln).exists():
         sys.exit(f"{name}: {args.pln} not found; build it with `make` or pass --pln")
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    print(f"{name}: both sides run with {blas_kernels(env)}")
+    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+        # What `pln` starts itself with on more than one thread (experiments/common/omp_wait_policy.cpp).
+        env["GOMP_SPINCOUNT"] = "30000"
+    wait = next(f"{k}={env[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in env)
+    print(f"{name}: both sides run with {blas_kernels(env)} and {wait}")
     return env, 1 if args.quick else args.repeats
 
 

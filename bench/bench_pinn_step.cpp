@@ -1,14 +1,17 @@
 // Where a PINN training step's time goes, side by side in one run: the step
 // of `pln pinn` (Taylor-mode forward, loss, backward, Adam), its matrix
-// products alone (the same torch::mm and addmm shapes on operands of the same
-// sizes), and its fused jet kernels alone. step/products is the cost of the
-// step over the arithmetic it cannot avoid (1.0 is the floor). Min of N
+// products alone (the same torch::mm, addmm and mv calls on operands of the
+// same sizes), and its fused jet kernels alone. step/products is the cost of
+// the step over the arithmetic it cannot avoid (1.0 is the floor). Min of N
 // repetitions, the three in alternation; each product is timed warm (see
-// time_step).
+// time_step). "in step" is what the same calls take inside the step, timed by
+// a RecordFunction observer in steps of their own: its excess over products
+// is the cost of operands the step left out of cache.
 //
 //   pln_bench_pinn_step [--points 1000,5000] [--width 128] [--depth 3] [--group 4]
 //                       [--threads 1] [--reps N] [--quick]
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +23,8 @@
 #include "timing.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <stdexcept>
@@ -34,10 +39,12 @@ using namespace pln::exp::pinn;
 // The products one step of PinnNet computes (network.cpp), on operands of
 // the same shapes. A Linear(in, out) on a jet of P parts at N points: one mm
 // forward (P N x in x out), and backward the input's gradient (P N x out x
-// in) and the weight's (out x P N x in). The first layer's forward is one
-// addmm on the values (their derivatives are the weight itself) and its
-// backward the weight's gradient. The boundary's plain forward and backward
-// run every layer on its few points.
+// in) and the weight's (out x P N x in); for the scalar output (out = 1) two
+// mv, the input's gradient being an outer product, an elementwise multiply
+// left to the rest. The first layer's forward is one addmm on the values
+// (their derivatives are the weight itself) and its backward the weight's
+// gradient. The boundary's plain forward and backward run every layer on its
+// few points.
 class StepProducts {
  public:
   StepProducts(const NetSpec& spec, int64_t points, int64_t boundary_points) {
@@ -62,6 +69,11 @@ class StepProducts {
 
   void add_jet_layer(int64_t points, int64_t parts, int64_t in, int64_t out) {
     const auto jet = random({parts * points, in}), grad = random({parts * points, out}), w = random({out, in});
+    if (out == 1) {
+      products_.push_back([=] { (void)torch::mv(jet, w[0]); });
+      products_.push_back([=] { (void)torch::mv(jet.t(), grad.select(1, 0)); });
+      return;
+    }
     products_.push_back([=] { (void)torch::mm(jet, w.t()); });
     products_.push_back([=] { (void)torch::mm(grad, w); });
     products_.push_back([=] { (void)torch::mm(grad.t(), jet); });
@@ -78,7 +90,37 @@ class StepProducts {
 };
 
 struct Timings {
-  double step, products, jets;
+  double step, products, in_step, jets;
+};
+
+// The time the step's gemm and gemv calls take, summed over one step, from a
+// RecordFunction observer (aten::mm, addmm, mv: what StepProducts times).
+class ProductClock {
+ public:
+  ProductClock()
+      : handle_(at::addGlobalCallback(at::RecordFunctionCallback(&ProductClock::enter, &ProductClock::leave))) {}
+  ~ProductClock() { at::removeCallback(handle_); }
+  static void reset() { total_ms_ = 0; }
+  static double total_ms() { return total_ms_; }
+
+ private:
+  static bool is_product(const at::RecordFunction& fn) {
+    const char* name = fn.name();
+    return std::strcmp(name, "aten::mm") == 0 || std::strcmp(name, "aten::addmm") == 0 ||
+           std::strcmp(name, "aten::mv") == 0;
+  }
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+    if (is_product(fn)) started_ = std::chrono::steady_clock::now();
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction& fn, at::ObserverContext*) {
+    if (is_product(fn)) {
+      total_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    }
+  }
+  static inline std::chrono::steady_clock::time_point started_;
+  static inline double total_ms_ = 0;
+  at::CallbackHandle handle_;
 };
 
 Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_ms) {
@@ -117,12 +159,18 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
   // read operands saved long before).
   const auto& all = products.all();
   std::vector<double> best_product(all.size(), 1e300);
-  double best_step = 1e300, best_jets = 1e300, spent = 0;
+  double best_step = 1e300, best_in_step = 1e300, best_jets = 1e300, spent = 0;
   step();
   jets();
   for (int r = 0; r < 5 * reps; ++r) {
     spent += elapsed_ms([&] {
       best_step = std::min(best_step, elapsed_ms(step));
+      {
+        const ProductClock clock;
+        ProductClock::reset();
+        step();
+        best_in_step = std::min(best_in_step, ProductClock::total_ms());
+      }
       for (size_t i = 0; i < all.size(); ++i) {
         all[i]();
         best_product[i] = std::min(best_product[i], elapsed_ms(all[i]));
@@ -131,7 +179,7 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
     });
     if (r + 1 >= reps && spent >= budget_ms) break;
   }
-  return {best_step, std::accumulate(best_product.begin(), best_product.end(), 0.0), best_jets};
+  return {best_step, std::accumulate(best_product.begin(), best_product.end(), 0.0), best_in_step, best_jets};
 }
 
 }  // namespace
@@ -165,8 +213,8 @@ int main(int argc, char** argv) {
   fmt::print("PINN step, 1-D Helmholtz, width {}, {} hidden PLN({}) layers, float64, Adam, {} thread(s), "
              "min of >= {} runs; BLAS: {}\n",
              spec.width, spec.depth, spec.group, threads, reps, pln::exp::blas_description());
-  fmt::print("{:>7} | {:>9} {:>11} {:>9} {:>9} | {:>10} {:>10}\n", "points", "step ms", "products ms",
-             "jets ms", "rest ms", "step/prod", "jets/prod");
+  fmt::print("{:>7} | {:>9} {:>11} {:>10} {:>9} {:>9} | {:>10} {:>12} {:>10}\n", "points", "step ms",
+             "products ms", "in step ms", "jets ms", "rest ms", "step/prod", "in step/prod", "jets/prod");
   for (const int64_t n : points) {
     Timings t{};
     try {
@@ -175,7 +223,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "pln_bench_pinn_step: {} points: {}\n", n, e.what());
       return 1;
     }
-    fmt::print("{:>7} | {:>9.3f} {:>11.3f} {:>9.3f} {:>9.3f} | {:>10.2f} {:>10.2f}\n", n, t.step, t.products,
-               t.jets, t.step - t.products - t.jets, t.step / t.products, t.jets / t.products);
+    fmt::print("{:>7} | {:>9.3f} {:>11.3f} {:>10.3f} {:>9.3f} {:>9.3f} | {:>10.2f} {:>12.2f} {:>10.2f}\n", n,
+               t.step, t.products, t.in_step, t.jets, t.step - t.products - t.jets, t.step / t.products,
+               t.in_step / t.products, t.jets / t.products);
   }
 }

@@ -21,8 +21,11 @@
 #include <pinn/problem.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -455,6 +458,25 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
   }
   EXPECT_TRUE(check_results(dir).empty());
   fs::remove_all(dir);
+}
+
+TEST(Threads, OpenMPWaitPolicyIsReadFromTheEnvironment) {
+  // Saved and put back: the test binary's own OpenMP read them at start-up.
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = std::getenv(name);
+    saved[name] = value ? std::optional<std::string>(value) : std::nullopt;
+    ::unsetenv(name);
+  }
+  EXPECT_EQ(openmp_wait_policy(), "default");
+  ::setenv("GOMP_SPINCOUNT", "1000", 1);
+  EXPECT_EQ(openmp_wait_policy(), "GOMP_SPINCOUNT=1000");
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);  // the policy a user names wins
+  EXPECT_EQ(openmp_wait_policy(), "OMP_WAIT_POLICY=PASSIVE");
+  for (const auto& [name, value] : saved) {
+    if (value) ::setenv(name.c_str(), value->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
 }
 
 TEST(PinnRun, BadConfigurationIsRejectedBeforeTraining) {

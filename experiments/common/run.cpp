@@ -116,8 +116,8 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
-  fmt::print("  revision {}, kernels {}, {}\n", record["revision"].get<std::string>(),
-             record["kernels"].get<std::string>(), record["blas"].get<std::string>());
+  fmt::print("  revision {}, kernels {}, {}, OpenMP wait {}\n", record["revision"].get<std::string>(),
+             record["kernels"].get<std::string>(), record["blas"].get<std::string>(), openmp_wait_policy());
   if (device.is_cuda()) fmt::print("  device {} ({})\n", device.str(), record["device_name"].get<std::string>());
   for (const auto& item : config.items()) {
     fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));

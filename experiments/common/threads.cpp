@@ -1,8 +1,11 @@
 #include "common/threads.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <malloc.h>
 #include <torch/torch.h>
+
+#include <cstdlib>
 
 namespace pln::exp {
 
@@ -16,6 +19,12 @@ std::string blas_description() {
   using GetConfig = const char* (*)();
   if (auto fn = reinterpret_cast<GetConfig>(::dlsym(RTLD_DEFAULT, "openblas_get_config"))) return fn();
   return "not OpenBLAS";
+}
+
+std::string openmp_wait_policy() {
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY")) return fmt::format("OMP_WAIT_POLICY={}", policy);
+  if (const char* spins = std::getenv("GOMP_SPINCOUNT")) return fmt::format("GOMP_SPINCOUNT={}", spins);
+  return "default";
 }
 
 void keep_freed_memory() {
