@@ -1,21 +1,38 @@
 """PyTorch front end of the pln C++ library: fused Parallel Layer Normalization.
 
     import pln
-    norm = pln.ParallelLN(64, 8)          # same arguments as the original module
-    y = norm(x)                           # runs torch.ops.pln.parallel_ln
+    norm = pln.ParallelLN(64, 8)               # same arguments as the original module
+    y = norm(x)                                # runs torch.ops.pln.parallel_ln
+    y = pln.functional.parallel_ln(x, 8)       # features last, groups of 8
+    changes = pln.convert(model, num_per_group=8)   # LayerNorm -> ParallelLN, RMSNorm -> PLS
 
 Importing pln registers the operators torch.ops.pln.parallel_ln and
 torch.ops.pln.pq_norm (and the forward and backward ops autograd runs), with
 CPU kernels, Meta kernels for torch.compile and torch.export, and autograd.
+``pln.onnx`` (imported on first use) translates them into standard ONNX
+operators for ``torch.onnx.export(..., dynamo=True)``.
 """
 
 from . import _library
 
 _library.load()
 
+from . import functional  # noqa: E402
+from .convert import Change, ConversionError, convert  # noqa: E402
 from .modules import PLS, ParallelLN, PQNorm  # noqa: E402
+
+#: The package's version (pyproject.toml's).
+__version__ = "0.1.0"
 
 #: Path of the shared library the operators were loaded from.
 library_path = _library.loaded_from
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "library_path"]
+__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "convert", "Change", "ConversionError",
+           "library_path", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "onnx":  # needs onnxscript: imported when first used
+        import importlib
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'pln' has no attribute '{name}'")

@@ -1,32 +1,31 @@
-"""Drop-in replacements for the original ParallelLN module, over torch.ops.pln."""
+"""Modules over torch.ops.pln: drop-in replacements for the original ParallelLN
+module (same positional arguments, and its state_dict loads) that also take
+``nn.LayerNorm``'s keywords (``elementwise_affine=``, ``bias=``, ``device=``,
+``dtype=``)."""
 
-from typing import Optional
+import numbers
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.nn as nn
 from torch import Tensor
 from torch.nn.parameter import Parameter
 
+from . import functional as F
+
 __all__ = ["ParallelLN", "PLS", "PQNorm"]
 
 # Layout name for the original module's `dim` argument.
 _LAYOUT_OF_DIM = {2: "nc", 3: "ntc", 4: "nchw"}
-# Shape of the affine parameters per layout (C on the feature axis), as the
-# original module stores them: [1, C], [1, 1, C] and [1, C, 1, 1] for dim 2, 3, 4.
-_PARAM_SHAPE = {
-    "nc": lambda c: (1, c),
-    "ntc": lambda c: (1, 1, c),
-    "nchw": lambda c: (1, c, 1, 1),
-    "nhwc": lambda c: (1, 1, 1, c),
-    "ncl": lambda c: (1, c, 1),
-}
+# Features on the last axis: such modules take any leading rank, as nn.LayerNorm does.
+_FEATURES_LAST = ("nc", "ntc", "nhwc", "features_last")
 
 
 def _resolve_layout(dim: int, layout: Optional[str]) -> str:
     if layout is not None:
         name = str(layout).lower()
-        if name not in _PARAM_SHAPE:
-            raise ValueError(f"pln: unknown layout '{layout}'; expected one of nc, ntc, nchw, nhwc, ncl")
+        if name not in F.LAYOUTS:
+            raise ValueError(f"pln: unknown layout '{layout}'; expected one of {', '.join(F.LAYOUTS)}")
         return name
     if dim not in _LAYOUT_OF_DIM:
         raise ValueError(f"pln: dim must be 2 ([N, C]), 3 ([N, T, C]) or 4 ([N, C, H, W]), got {dim}")
@@ -34,6 +33,9 @@ def _resolve_layout(dim: int, layout: Optional[str]) -> str:
 
 
 def _check_grouping(num_features: int, num_per_group: int) -> None:
+    for name, value in (("num_features", num_features), ("num_per_group", num_per_group)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"pln: {name} must be an int, got {type(value).__name__}")
     if num_features <= 0:
         raise ValueError(f"pln: num_features must be positive, got {num_features}")
     if num_per_group <= 0:
@@ -44,7 +46,104 @@ def _check_grouping(num_features: int, num_per_group: int) -> None:
         )
 
 
-class ParallelLN(nn.Module):
+def _resolve_affine(affine: bool, elementwise_affine: Optional[bool]) -> bool:
+    if elementwise_affine is None:
+        return bool(affine)
+    if not affine and elementwise_affine:
+        raise ValueError("pln: affine=False and elementwise_affine=True contradict each other; "
+                         "give one of them (elementwise_affine is nn.LayerNorm's name for affine)")
+    return bool(elementwise_affine)
+
+
+class _ParallelNorm(nn.Module):
+    """What ParallelLN, PLS and PQNorm share: grouping, layout, [C]-shaped
+    affine parameters, the load hook for the original module's broadcast-shaped
+    parameters, and the repr."""
+
+    num_features: int
+    num_per_group: int
+    eps: float
+    centering: bool
+    affine: bool
+    elementwise_affine: bool
+    dim: int
+    p: float
+    layout: str
+    # Constructor defaults the repr leaves out.
+    _repr_defaults: Dict[str, Any] = {"centering": True, "p": 2.0, "elementwise_affine": True,
+                                      "bias": True}
+
+    def __init__(self, num_features: int, num_per_group: int, *, eps: float, centering: bool,
+                 affine: bool, elementwise_affine: Optional[bool], bias: bool, dim: int, p: float,
+                 layout: Optional[str], device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__()
+        _check_grouping(num_features, num_per_group)
+        self.num_features = num_features = int(num_features)
+        self.num_per_group = num_per_group = int(num_per_group)
+        self.eps = eps
+        self.dim = dim
+        self.centering = centering
+        self.p = p
+        self.layout = _resolve_layout(dim, layout)
+        self.affine = self.elementwise_affine = _resolve_affine(affine, elementwise_affine)
+        factory = {"device": device, "dtype": dtype}
+        if self.affine:
+            self.weight = Parameter(torch.empty(num_features, **factory))
+            if bias:
+                self.bias = Parameter(torch.empty(num_features, **factory))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Sets ``weight`` to ones and ``bias`` to zeros."""
+        if self.weight is not None:
+            nn.init.ones_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    @property
+    def _functional_layout(self) -> str:
+        return "features_last" if self.layout in _FEATURES_LAST else self.layout
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        # The original module stores weight and bias broadcast-shaped ([1, C, 1, 1],
+        # [1, 1, C], [1, C]); this one stores [C], as nn.LayerNorm does.
+        for name in ("weight", "bias"):
+            key = prefix + name
+            param = getattr(self, name)
+            value = state_dict.get(key)
+            if param is None or not isinstance(value, Tensor) or value.shape == param.shape:
+                continue
+            if value.numel() == self.num_features and sum(s != 1 for s in value.shape) <= 1:
+                state_dict[key] = value.reshape(param.shape)
+            else:
+                error_msgs.append(
+                    f"pln: '{key}' has shape {tuple(value.shape)}, {value.numel()} values, but this "
+                    f"{type(self).__name__} has num_features={self.num_features}: a state_dict of "
+                    f"another width")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def _repr_values(self) -> Dict[str, Any]:
+        return {"centering": self.centering, "p": float(self.p),
+                "elementwise_affine": self.elementwise_affine,
+                "bias": self.bias is not None or not self.elementwise_affine}
+
+    def extra_repr(self) -> str:
+        parts: List[str] = [str(self.num_features), str(self.num_per_group), f"eps={self.eps}",
+                            f"layout={self.layout}"]
+        for name, value in self._repr_values().items():
+            if self._repr_defaults.get(name) != value:
+                parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+        return ", ".join(parts)
+
+
+class ParallelLN(_ParallelNorm):
     r"""Applies Parallel Layer Normalization: Layer Normalization over each
     group of ``num_per_group`` consecutive features, at every position.
 
@@ -59,8 +158,9 @@ class ParallelLN(nn.Module):
     Normalization over the features. Unlike GroupNorm, nothing is pooled over
     positions.
 
-    The constructor, attributes and parameter shapes are those of the original
-    module, so its ``state_dict`` loads unchanged.
+    The positional arguments are the original module's, and its ``state_dict``
+    (parameters shaped ``[1, C, 1, 1]``, ``[1, 1, C]`` or ``[1, C]``) loads;
+    the parameters here have shape ``[C]``, as ``nn.LayerNorm``'s.
 
     Args:
         num_features: number of features :math:`C` on the feature axis.
@@ -74,9 +174,13 @@ class ParallelLN(nn.Module):
             ``[N, C]``, ``3`` for ``[N, T, C]``, ``4`` for ``[N, C, H, W]``.
             Default: ``4``.
         p: exponent of the group statistic. Default: ``2``.
-        layout: overrides ``dim``: one of ``"nc"``, ``"ntc"``, ``"nchw"``,
-            ``"nhwc"`` (channels-last data stored as ``[N, H, W, C]``) or
-            ``"ncl"`` (``[N, C, L]``). The layout is declared, never guessed.
+        layout: overrides ``dim``: ``"features_last"``, ``"nc"``, ``"ntc"`` or
+            ``"nhwc"`` (features on the last axis, any leading rank),
+            ``"nchw"``, ``"ncl"`` or ``"features_first"`` (``[N, C, ...]``).
+            The layout is declared, never guessed.
+        elementwise_affine: ``nn.LayerNorm``'s name for ``affine``.
+        bias: with ``affine``, also learn ``bias``. Default: ``True``.
+        device, dtype: of the parameters.
 
     Shape:
         - Input: as the layout says, with ``num_features`` on its feature axis.
@@ -86,71 +190,42 @@ class ParallelLN(nn.Module):
 
         >>> norm = pln.ParallelLN(64, 8)                  # [N, 64, H, W], groups of 8
         >>> y = norm(torch.randn(2, 64, 5, 5))
-        >>> tokens = pln.ParallelLN(384, 8, dim=3)        # [N, T, 384]
+        >>> tokens = pln.ParallelLN(384, 8, dim=3)        # [..., 384]
     """
-
-    num_features: int
-    num_per_group: int
-    eps: float
-    centering: bool
-    affine: bool
-    dim: int
-    p: float
-    layout: str
 
     def __init__(self, num_features: int, num_per_group: int, eps: float = 1e-5,
                  centering: bool = True, affine: bool = True, dim: int = 4, p: float = 2,
-                 *, layout: Optional[str] = None) -> None:
-        super().__init__()
-        _check_grouping(num_features, num_per_group)
-        self.num_features = num_features
-        self.num_per_group = num_per_group
-        self.eps = eps
-        self.dim = dim
-        self.affine = affine
-        self.centering = centering
-        self.p = p
-        self.layout = _resolve_layout(dim, layout)
-        if self.affine:
-            self.shape = list(_PARAM_SHAPE[self.layout](num_features))
-            self.weight = Parameter(torch.empty(*self.shape))
-            self.bias = Parameter(torch.empty(*self.shape))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Sets ``weight`` to ones and ``bias`` to zeros."""
-        if self.affine:
-            nn.init.ones_(self.weight)
-            nn.init.zeros_(self.bias)
+                 *, layout: Optional[str] = None, elementwise_affine: Optional[bool] = None,
+                 bias: bool = True, device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__(num_features, num_per_group, eps=eps, centering=centering, affine=affine,
+                         elementwise_affine=elementwise_affine, bias=bias, dim=dim, p=p,
+                         layout=layout, device=device, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
-        return torch.ops.pln.parallel_ln(input, self.weight, self.bias, self.num_features,
-                                         self.num_per_group, float(self.eps), bool(self.centering),
-                                         self.layout, float(self.p))
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, {self.num_per_group}, eps={self.eps}, affine={self.affine}, "
-                f"centering={self.centering}, layout={self.layout}")
+        return F._run(input, self.num_per_group, self.weight, self.bias, self.eps, self.centering,
+                      self.p, None, self._functional_layout, self.num_features)
 
 
 class PLS(ParallelLN):
     r"""Parallel layer scaling: :class:`ParallelLN` without centering,
-    :math:`y = x / (\mathrm{E}[|x|^p] + \epsilon)^{1/p} * \gamma + \beta` per group.
+    :math:`y = x / (\mathrm{E}[|x|^p] + \epsilon)^{1/p} * \gamma + \beta` per group
+    (RMSNorm within each group for ``p = 2``).
 
     Args are those of :class:`ParallelLN`, less ``centering``.
     """
 
+    _repr_defaults = dict(_ParallelNorm._repr_defaults, centering=False)
+
     def __init__(self, num_features: int, num_per_group: int, eps: float = 1e-5,
                  affine: bool = True, dim: int = 4, p: float = 2,
-                 *, layout: Optional[str] = None) -> None:
+                 *, layout: Optional[str] = None, elementwise_affine: Optional[bool] = None,
+                 bias: bool = True, device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__(num_features, num_per_group, eps=eps, centering=False, affine=affine,
-                         dim=dim, p=p, layout=layout)
+                         dim=dim, p=p, layout=layout, elementwise_affine=elementwise_affine,
+                         bias=bias, device=device, dtype=dtype)
 
 
-class PQNorm(ParallelLN):
+class PQNorm(_ParallelNorm):
     r"""PQNorm over groups of ``num_per_group`` features:
 
     .. math::
@@ -163,22 +238,25 @@ class PQNorm(ParallelLN):
         num_features, num_per_group: as for :class:`ParallelLN`.
         p: exponent of the group statistic and numerator. Default: ``2``.
         q: root of the statistic. Default: ``2``.
-        eps, centering, affine, dim, layout: as for :class:`ParallelLN`.
+        eps, centering, affine, dim, layout, elementwise_affine, bias, device,
+        dtype: as for :class:`ParallelLN`.
     """
 
     q: float
+    _repr_defaults = dict(_ParallelNorm._repr_defaults, q=2.0)
 
     def __init__(self, num_features: int, num_per_group: int, p: float = 2.0, q: float = 2.0,
                  eps: float = 1e-5, centering: bool = True, affine: bool = True, dim: int = 4,
-                 *, layout: Optional[str] = None) -> None:
-        super().__init__(num_features, num_per_group, eps=eps, centering=centering,
-                         affine=affine, dim=dim, p=p, layout=layout)
+                 *, layout: Optional[str] = None, elementwise_affine: Optional[bool] = None,
+                 bias: bool = True, device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__(num_features, num_per_group, eps=eps, centering=centering, affine=affine,
+                         elementwise_affine=elementwise_affine, bias=bias, dim=dim, p=p,
+                         layout=layout, device=device, dtype=dtype)
         self.q = q
 
     def forward(self, input: Tensor) -> Tensor:
-        return torch.ops.pln.pq_norm(input, self.weight, self.bias, self.num_features,
-                                     self.num_per_group, float(self.p), float(self.q),
-                                     float(self.eps), bool(self.centering), self.layout)
+        return F._run(input, self.num_per_group, self.weight, self.bias, self.eps, self.centering,
+                      self.p, self.q, self._functional_layout, self.num_features)
 
-    def extra_repr(self) -> str:
-        return super().extra_repr() + f", p={self.p}, q={self.q}"
+    def _repr_values(self) -> Dict[str, Any]:
+        return dict(super()._repr_values(), q=float(self.q))

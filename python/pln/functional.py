@@ -1,0 +1,207 @@
+"""Functional Parallel Layer Normalization, shaped like ``torch.nn.functional``.
+
+    import pln.functional as PF
+    y = PF.parallel_ln(x, 8)                                  # [..., C], groups of 8
+    y = PF.parallel_ln(x, 8, w, b, layout="features_first")   # [N, C, ...]
+    y = PF.pls(x, 8)                                          # no centering (RMSNorm per group)
+    y = PF.pq_norm(x, 8, p=3.0, q=1.5)
+
+Each function infers the feature count from the input and calls the fused
+operators ``torch.ops.pln.parallel_ln`` and ``torch.ops.pln.pq_norm`` (CPU,
+CUDA, Meta, autograd, torch.compile, torch.export). Under ``torch.func``
+transforms and forward-mode AD, which the fused operators' C++ autograd does
+not cover, the same formulas run as composite ATen operations instead.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+__all__ = ["parallel_ln", "pls", "pq_norm", "LAYOUTS"]
+
+#: Layouts the functions accept. "features_last" (the default, as for
+#: ``layer_norm``): features on the last axis, any leading rank.
+#: "features_first": features on axis 1 of a tensor of rank >= 2, as for
+#: ``group_norm`` ([N, C], [N, C, L], [N, C, H, W], [N, C, D, H, W], ...).
+#: The operators' fixed-rank layouts are accepted too.
+LAYOUTS = ("features_last", "features_first", "nc", "ntc", "nchw", "nhwc", "ncl")
+
+# Fixed-rank layouts of the operators: (rank, feature axis).
+_FIXED = {"nc": (2, 1), "ntc": (3, 2), "nchw": (4, 1), "nhwc": (4, 3), "ncl": (3, 1)}
+
+
+def _feature_axis(input: Tensor, layout: str) -> int:
+    if layout == "features_last":
+        if input.dim() < 1:
+            raise ValueError("pln: a features_last input needs at least 1 dimension, got a 0-D tensor")
+        return input.dim() - 1
+    if layout == "features_first":
+        if input.dim() < 2:
+            raise ValueError(f"pln: a features_first input needs at least 2 dimensions [N, C, ...], "
+                             f"got a {input.dim()}-D tensor of shape {tuple(input.shape)}")
+        return 1
+    if layout in _FIXED:
+        return _FIXED[layout][1]
+    raise ValueError(f"pln: unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}")
+
+
+def _as_op_layout(input: Tensor, layout: str) -> Tuple[Tensor, str]:
+    """The input viewed in one of the operators' fixed-rank layouts (a view
+    when the input is contiguous), and that layout."""
+    if layout in _FIXED:
+        return input, layout
+    rank = input.dim()
+    if layout == "features_last":
+        if rank == 2:
+            return input, "nc"
+        if rank == 3:
+            return input, "ntc"
+        return input.reshape(-1, input.shape[-1]), "nc"
+    # features_first
+    if rank == 2:
+        return input, "nc"
+    if rank == 3:
+        return input, "ncl"
+    if rank == 4:
+        return input, "nchw"
+    return input.reshape(input.shape[0], input.shape[1], -1), "ncl"
+
+
+def _check_group(num_features: int, num_per_group: int) -> None:
+    if not isinstance(num_per_group, int) or isinstance(num_per_group, bool):
+        raise TypeError(f"pln: num_per_group must be an int, got {type(num_per_group).__name__}")
+    if num_per_group <= 0 or num_features % num_per_group != 0:
+        raise ValueError(f"pln: num_per_group ({num_per_group}) must be a positive divisor of the "
+                         f"number of features ({num_features})")
+
+
+def _transformed(*tensors: Optional[Tensor]) -> bool:
+    """Whether a torch.func transform or forward-mode AD sees any of the tensors."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling():
+        return False  # traced by torch.compile / torch.export: the fused operators
+    try:
+        from torch._C._functorch import is_functorch_wrapped_tensor
+    except ImportError:  # torch 1.13 has no torch.func
+        return False
+    import torch.autograd.forward_ad as fwAD
+    for t in tensors:
+        if t is None:
+            continue
+        if is_functorch_wrapped_tensor(t):
+            return True
+        if fwAD._current_level >= 0 and fwAD.unpack_dual(t).tangent is not None:
+            return True
+    return False
+
+
+def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_per_group: int,
+               eps: float, centering: bool, p: float, q: Optional[float], axis: int) -> Tensor:
+    """The operator's formula in ATen operations, differentiable to any order
+    and in forward mode (the reference the fused operators are tested against)."""
+    x = input.movedim(axis, -1)
+    shape = x.shape
+    g = x.reshape(*shape[:-1], shape[-1] // num_per_group, num_per_group)
+    xc = g - g.mean(-1, keepdim=True) if centering else g
+    if q is None:  # parallel_ln
+        stat = xc.pow(2).mean(-1, keepdim=True) if p == 2 else xc.abs().pow(p).mean(-1, keepdim=True)
+        y = xc * (stat + eps).pow(-1.0 / p)
+    else:
+        stat = xc.abs().pow(p).mean(-1, keepdim=True)
+        num = xc if p == q else xc.sign() * xc.abs().pow(p / q)
+        y = num * (stat + eps).pow(-1.0 / q)
+    y = y.reshape(shape)
+    if weight is not None:
+        y = y * weight.reshape(-1)
+    if bias is not None:
+        y = y + bias.reshape(-1)
+    return y.movedim(-1, axis)
+
+
+def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Optional[Tensor],
+         eps: float, centering: bool, p: float, q: Optional[float], layout: str,
+         num_features: Optional[int] = None) -> Tensor:
+    """num_features: a module's; the operator reports an input that has another count."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pln: input must be a Tensor, got {type(input).__name__}")
+    axis = _feature_axis(input, layout)
+    wrong_rank = layout in _FIXED and input.dim() != _FIXED[layout][0]
+    if num_features is None:
+        if wrong_rank:  # the operator reports the rank it expects
+            num_features = int(input.shape[axis]) if input.dim() > axis else num_per_group
+        else:
+            num_features = int(input.shape[axis])
+            _check_group(num_features, num_per_group)
+    elif not wrong_rank and int(input.shape[axis]) != num_features and _transformed(input):
+        raise RuntimeError(f"pln: expected {num_features} features on axis {axis} of the input, "
+                           f"got {int(input.shape[axis])} (input shape {tuple(input.shape)})")
+    if _transformed(input, weight, bias):
+        if wrong_rank:
+            raise ValueError(f"pln: layout {layout} expects a {_FIXED[layout][0]}-D input, "
+                             f"got a {input.dim()}-D input of shape {tuple(input.shape)}")
+        return _composite(input, weight, bias, num_per_group, float(eps), bool(centering), float(p),
+                          None if q is None else float(q), axis)
+    x, op_layout = _as_op_layout(input, layout)
+    if q is None:
+        y = torch.ops.pln.parallel_ln(x, weight, bias, num_features, num_per_group, float(eps),
+                                      bool(centering), op_layout, float(p))
+    else:
+        y = torch.ops.pln.pq_norm(x, weight, bias, num_features, num_per_group, float(p), float(q),
+                                  float(eps), bool(centering), op_layout)
+    return y if y.dim() == input.dim() else y.reshape(input.shape)
+
+
+def parallel_ln(input: Tensor, num_per_group: int, weight: Optional[Tensor] = None,
+                bias: Optional[Tensor] = None, eps: float = 1e-5, *, centering: bool = True,
+                p: float = 2.0, layout: str = "features_last") -> Tensor:
+    r"""Parallel Layer Normalization: Layer Normalization over each group of
+    ``num_per_group`` consecutive features, separately at every position.
+
+    .. math::
+        y = \frac{x - \mathrm{E}[x]}{(\mathrm{E}[|x - \mathrm{E}[x]|^p] + \epsilon)^{1/p}}
+            * \mathrm{weight} + \mathrm{bias}
+
+    with the mean taken over one group of one position. ``num_per_group``
+    equal to the feature count is ``torch.nn.functional.layer_norm`` over the
+    features.
+
+    Args:
+        input: the tensor; its features are on the axis ``layout`` names.
+        num_per_group: features per group; must divide the feature count.
+        weight: per-feature scale, ``C`` elements (any shape), or ``None``.
+        bias: per-feature shift, ``C`` elements (any shape), or ``None``.
+        eps: added to the group statistic before the root. Default: ``1e-5``.
+        centering: subtract each group's mean; ``False`` is :func:`pls`.
+        p: exponent of the group statistic (``p >= 1``). Default: ``2``.
+        layout: ``"features_last"`` (default: ``[..., C]``, any leading rank),
+            ``"features_first"`` (``[N, C, ...]``), or one of the operators'
+            ``"nc"``, ``"ntc"``, ``"nchw"``, ``"nhwc"``, ``"ncl"``.
+
+    Returns:
+        A tensor shaped like ``input``.
+    """
+    return _run(input, num_per_group, weight, bias, eps, centering, p, None, layout)
+
+
+def pls(input: Tensor, num_per_group: int, weight: Optional[Tensor] = None,
+        bias: Optional[Tensor] = None, eps: float = 1e-5, *, p: float = 2.0,
+        layout: str = "features_last") -> Tensor:
+    r"""Parallel layer scaling: :func:`parallel_ln` without centering,
+    :math:`y = x / (\mathrm{E}[|x|^p] + \epsilon)^{1/p}` per group (RMSNorm
+    per group for ``p = 2``). Arguments as for :func:`parallel_ln`."""
+    return _run(input, num_per_group, weight, bias, eps, False, p, None, layout)
+
+
+def pq_norm(input: Tensor, num_per_group: int, weight: Optional[Tensor] = None,
+            bias: Optional[Tensor] = None, eps: float = 1e-5, *, p: float = 2.0, q: float = 2.0,
+            centering: bool = True, layout: str = "features_last") -> Tensor:
+    r"""PQNorm over groups of ``num_per_group`` features:
+
+    .. math::
+        y = \frac{\mathrm{sign}(x_c)\,|x_c|^{p/q}}{(\mathrm{E}[|x_c|^p] + \epsilon)^{1/q}}
+            * \mathrm{weight} + \mathrm{bias}, \qquad x_c = x - \mathrm{E}[x]
+
+    ``p = q = 2`` is :func:`parallel_ln`. Other arguments as for :func:`parallel_ln`.
+    """
+    return _run(input, num_per_group, weight, bias, eps, centering, p, q, layout)
