@@ -1,32 +1,46 @@
 // Fused CUDA kernels of Parallel LN; the math is in kernels.h.
 //
-// Features-last rows (inner = 1): a group is g contiguous values. The tensor
-// is a stream of groups; each group is held by `lanes` consecutive threads of
-// a warp (a power of two dividing the group's 16-byte chunks, at most 32),
-// each with `chunks` 16-byte vectors of it in registers, so a warp reads one
-// contiguous run of memory. The group's sums are reduced with log2(lanes)
-// __shfl_xor_sync steps (none when one thread holds the whole group). Groups
-// too large for registers take one block each.
+// Features-last rows (inner = 1): a group is g contiguous values, held by
+// `lanes` consecutive threads (a power of two, at most 32), each with
+// `chunks` vectors of VEC values in registers. VEC = gcd(g, 16 bytes / element
+// size) where the pointers allow it, and a thread's chunks are interleaved
+// across its lanes (chunk c of lane l is vector c * lanes + l of the group),
+// so that every load of a sub-warp is one contiguous run. The group's sums
+// are reduced with log2(lanes) __shfl_xor_sync steps. A block covers `cols`
+// consecutive groups of a row (a column tile) and `rows_per_pass` rows at a
+// time, looping down the rows: a thread's channels never change, so it keeps
+// its weight and bias in registers (groups of at most 8 values per thread)
+// and, in the backward, its dweight/dbias partial sums, combined across the
+// block's rows once at the end (fixed order) and written as the block's
+// row of the workspace. Groups of more than 32 values per thread take a
+// block each (three reads of the group in the forward, two in the backward,
+// all but the first from cache), the partials in the block's workspace row.
 //
-// NCHW (inner = H*W): a group's values lie a plane apart. One thread per
-// (sample, group, pixel), consecutive threads on consecutive pixels, so every
-// load is coalesced; the g values of its group stay in the thread's registers
-// (g <= 32) and the reductions are sequential within the thread.
+// NCHW (inner = H*W): a group's values lie a plane apart. A block holds one
+// group of channels and 256 consecutive (sample, pixel) positions, one per
+// thread, looping down the positions, so every load is coalesced; the group
+// size is a template parameter for g = 2, 4, 8, 16, 32 (its values, weight
+// and bias, and partial sums in registers), run-time up to 32, and re-read
+// from cache above. The partials are summed over each warp by shuffles and
+// written as the warp's row of the workspace.
 //
-// dweight/dbias: per-block partial sums over a chunk of rows (columns of
-// threads on consecutive channels), then one fixed-order sum over the chunks:
-// deterministic, and never an atomic on float16 or bfloat16.
+// A last small kernel sums the workspace rows of dweight and dbias in a
+// fixed order: deterministic, no atomics.
+//
+// Every loop that holds a shuffle or a __syncthreads runs the same number of
+// times in all threads of a block (threads past the end compute on zeros):
+// CUDA needs it for __syncthreads, and HIP-CPU, where a shuffle is a barrier
+// of the whole block, for both.
 
 #include "cuda/kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+#include "cuda/runtime.h"
 
 #include <algorithm>
 #include <cstdint>
 
 namespace pln::cuda {
+inline namespace PLN_CUDA_BUILD {
 
 namespace {
 
@@ -38,20 +52,20 @@ __device__ __forceinline__ float to_acc(float v) { return v; }
 __device__ __forceinline__ double to_acc(double v) { return v; }
 
 template <typename S>
-__device__ __forceinline__ S from_acc(float v);
+__device__ __forceinline__ S from_float(float v);
 template <>
-__device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <>
-__device__ __forceinline__ float from_acc<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
 
 template <typename S, typename A>
 __device__ __forceinline__ S store_value(A v) {
   if constexpr (sizeof(A) == 8) {
     return static_cast<S>(v);
   } else {
-    return from_acc<S>(v);
+    return from_float<S>(v);
   }
 }
 
@@ -67,402 +81,652 @@ __device__ __forceinline__ A group_sum(A v, int lanes, unsigned mask) {
 
 // The mask of this thread's sub-warp of `lanes` threads.
 __device__ __forceinline__ unsigned subwarp_mask(int lanes) {
-  if (lanes == 32) return 0xffffffffu;
+  if (lanes >= 32) return 0xffffffffu;
   const unsigned first = (threadIdx.x % 32) / lanes * lanes;
   return ((1u << lanes) - 1u) << first;
 }
 
-// Sum over a block (blockDim.x a multiple of 32, at most 1024), in a fixed order.
-template <typename A>
-__device__ A block_sum(A v, A* shared) {
+// Sums of N values over the block (blockDim.x a multiple of 32), in a fixed
+// order; `shared` holds N * 32 values.
+template <typename A, int N>
+__device__ void block_sums(A (&v)[N], A* shared) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = group_sum(v, 32, 0xffffffffu);
-  __syncthreads();  // `shared` may hold the previous call's partials
-  if (lane == 0) shared[warp] = v;
+#pragma unroll
+  for (int n = 0; n < N; ++n) v[n] = group_sum(v[n], 32, 0xffffffffu);
+  __syncthreads();  // `shared` may hold the previous call's sums
+  if (lane == 0) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) shared[n * 32 + warp] = v[n];
+  }
   __syncthreads();
-  A total = 0;
-  for (int w = 0; w < warps; ++w) total += shared[w];
-  return total;
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    A total = 0;
+    for (int w = 0; w < warps; ++w) total += shared[n * 32 + w];
+    v[n] = total;
+  }
 }
 
-// VEC values of S that move as one 16-byte (or smaller) load.
+// VEC values of S that move as one load of up to 16 bytes.
 template <typename S, int VEC>
 struct alignas(sizeof(S) * VEC) Pack {
   S v[VEC];
 };
 
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+// Blocks a launch aims at (enough to fill an H200's 132 SMs); also the most
+// workspace rows of the features-last kernels.
+constexpr int64_t kTargetBlocks = 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); }
+
 // ------------------------------------------------- features-last rows ---
 
-struct RowShape {
-  int64_t groups;          // groups in the whole tensor
+struct RowPlan {
+  int64_t rows;            // outer
   int64_t group;           // g
-  int64_t groups_per_row;  // C / g: a group's channel offset is (q % groups_per_row) * g
+  int64_t groups_per_row;  // C / g
   int lanes;               // threads per group
   int chunks;              // VEC-vectors per thread
+  int cols;                // groups of a row per block (a column tile)
+  int rows_per_pass;       // rows a block holds at once
+  int64_t col_tiles;       // column tiles across a row
+  int64_t row_blocks;      // blocks down the rows: the workspace rows
 };
+
+RowPlan row_plan(const Geometry& g, int vec) {
+  RowPlan p{};
+  p.rows = g.outer;
+  p.group = g.group;
+  p.groups_per_row = g.channels / g.group;
+  const int64_t vectors = g.group / vec;
+  int lanes = 1;
+  while (lanes < 32 && vectors % (2 * lanes) == 0) lanes *= 2;
+  p.lanes = lanes;
+  p.chunks = static_cast<int>(std::min<int64_t>(vectors / lanes, 1 << 20));
+  const int slots = kThreads / lanes;
+  p.cols = static_cast<int>(std::min<int64_t>(p.groups_per_row, slots));
+  p.rows_per_pass = slots / p.cols;
+  p.col_tiles = ceil_div(p.groups_per_row, p.cols);
+  p.row_blocks = clamp64(ceil_div(kTargetBlocks, p.col_tiles), 1, ceil_div(p.rows, p.rows_per_pass));
+  return p;
+}
+
+// Where a thread of a RowPlan block sits: its lane in the group, its slot
+// (sub-warp) in the block, which row of the pass and which group of the row.
+struct RowSeat {
+  int lane, slot, sub;
+  int64_t col, row_block;
+  bool has_col;  // a group of the tile and a row of the pass (else it idles, on zeros)
+};
+
+__device__ __forceinline__ RowSeat row_seat(const RowPlan& p) {
+  RowSeat s;
+  s.lane = threadIdx.x % p.lanes;
+  s.slot = threadIdx.x / p.lanes;
+  s.sub = s.slot / p.cols;
+  s.col = int64_t(blockIdx.x % p.col_tiles) * p.cols + s.slot % p.cols;
+  s.row_block = blockIdx.x / p.col_tiles;
+  s.has_col = s.sub < p.rows_per_pass && s.col < p.groups_per_row;
+  return s;
+}
+
+// The offset in its group of item i = c * VEC + k of a thread: chunks interleaved across lanes.
+template <int VEC>
+__device__ __forceinline__ int64_t item_offset(int c, int k, int lane, int lanes) {
+  return (int64_t(c) * lanes + lane) * VEC + k;
+}
 
 // y, and the statistics when asked, of every group.
 template <typename S, typename A, int VEC, int MAX_ITEMS>
-__global__ void rows_forward(RowShape s, const S* __restrict__ x, const S* __restrict__ w,
+__global__ void rows_forward(RowPlan p, const S* __restrict__ x, const S* __restrict__ w,
                              const S* __restrict__ b, S* __restrict__ y, A* __restrict__ mean,
                              A* __restrict__ rstd, A eps, bool centering) {
-  const int lane = threadIdx.x % s.lanes;
-  const unsigned mask = subwarp_mask(s.lanes);
-  const int items = s.chunks * VEC;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x / s.lanes;
-  for (int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / s.lanes; q < s.groups; q += stride) {
-    const int64_t base = q * s.group + int64_t(lane) * items;
-    const int64_t channel = (q % s.groups_per_row) * s.group + int64_t(lane) * items;
-    A v[MAX_ITEMS];
+  constexpr int kChunks = MAX_ITEMS / VEC;
+  constexpr bool kHold = MAX_ITEMS <= 8;  // weight and bias in registers
+  const RowSeat seat = row_seat(p);
+  const unsigned mask = subwarp_mask(p.lanes);
+  const int64_t channel0 = seat.col * p.group;
+  A wr[kHold ? MAX_ITEMS : 1] = {}, br[kHold ? MAX_ITEMS : 1] = {};
+  if constexpr (kHold) {
 #pragma unroll
-    for (int c = 0; c < MAX_ITEMS / VEC; ++c) {
-      if (c < s.chunks) {
-        const auto pack = *reinterpret_cast<const Pack<S, VEC>*>(x + base + c * VEC);
+    for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) v[c * VEC + k] = to_acc(pack.v[k]);
+      for (int k = 0; k < VEC; ++k) {
+        if (seat.has_col && c < p.chunks) {
+          const int64_t ch = channel0 + item_offset<VEC>(c, k, seat.lane, p.lanes);
+          wr[c * VEC + k] = to_acc(w[ch]);
+          br[c * VEC + k] = to_acc(b[ch]);
+        }
       }
     }
+  }
+  const int64_t step = p.row_blocks * p.rows_per_pass;
+  for (int64_t r0 = seat.row_block * p.rows_per_pass; r0 < p.rows; r0 += step) {
+    const int64_t row = r0 + seat.sub;
+    const bool active = seat.has_col && row < p.rows;
+    const int64_t q = row * p.groups_per_row + seat.col;
+    const S* xq = x + q * p.group;
+    // The shift: the group's first value, so that the sums below see x - s,
+    // free of a common offset's cancellation (0 without centering).
+    const A shift = centering && active ? to_acc(xq[0]) : A(0);
+    A v[MAX_ITEMS];
     A sum = 0;
 #pragma unroll
-    for (int i = 0; i < MAX_ITEMS; ++i) sum += i < items ? v[i] : A(0);
-    const A mu = centering ? group_sum(sum, s.lanes, mask) / A(s.group) : A(0);
+    for (int c = 0; c < kChunks; ++c) {
+      Pack<S, VEC> pack{};
+      const bool live = active && c < p.chunks;
+      if (live) pack = *reinterpret_cast<const Pack<S, VEC>*>(xq + item_offset<VEC>(c, 0, seat.lane, p.lanes));
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        v[c * VEC + k] = live ? to_acc(pack.v[k]) - shift : A(0);
+        sum += v[c * VEC + k];
+      }
+    }
+    const A m = centering ? group_sum(sum, p.lanes, mask) / A(p.group) : A(0);
     A squares = 0;
 #pragma unroll
     for (int i = 0; i < MAX_ITEMS; ++i) {
-      if (i < items) {
-        v[i] -= mu;
+      if (i < p.chunks * VEC) {
+        v[i] -= m;
         squares += v[i] * v[i];
       }
     }
-    const A r = rsqrt_acc(group_sum(squares, s.lanes, mask) / A(s.group) + eps);
+    const A r = rsqrt_acc(group_sum(squares, p.lanes, mask) / A(p.group) + eps);
+    if (!active) continue;
 #pragma unroll
-    for (int c = 0; c < MAX_ITEMS / VEC; ++c) {
-      if (c < s.chunks) {
+    for (int c = 0; c < kChunks; ++c) {
+      if (c < p.chunks) {
         Pack<S, VEC> out;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          const int64_t ch = channel + c * VEC + k;
-          out.v[k] = store_value<S>(v[c * VEC + k] * r * to_acc(w[ch]) + to_acc(b[ch]));
+          const int i = c * VEC + k;
+          A wi, bi;
+          if constexpr (kHold) {
+            wi = wr[i], bi = br[i];
+          } else {
+            const int64_t ch = channel0 + item_offset<VEC>(c, k, seat.lane, p.lanes);
+            wi = to_acc(w[ch]), bi = to_acc(b[ch]);
+          }
+          out.v[k] = store_value<S>(v[i] * r * wi + bi);
         }
-        *reinterpret_cast<Pack<S, VEC>*>(y + base + c * VEC) = out;
+        *reinterpret_cast<Pack<S, VEC>*>(y + q * p.group + item_offset<VEC>(c, 0, seat.lane, p.lanes)) = out;
       }
     }
-    if (mean != nullptr && lane == 0) {
-      mean[q] = mu;
+    if (mean != nullptr && seat.lane == 0) {
+      mean[q] = shift + m;
       rstd[q] = r;
     }
   }
 }
 
-// dx of every group from its saved statistics.
+// dx of every group from its saved statistics, in one read of x and dy; with
+// `dw_ws` (the dweight partials; the dbias partials follow at db_ws), the
+// block's partial sums, written as its workspace row.
 template <typename S, typename A, int VEC, int MAX_ITEMS>
-__global__ void rows_backward(RowShape s, const S* __restrict__ dy, const S* __restrict__ x,
+__global__ void rows_backward(RowPlan p, const S* __restrict__ dy, const S* __restrict__ x,
                               const A* __restrict__ mean, const A* __restrict__ rstd, const S* __restrict__ w,
-                              S* __restrict__ dx, bool centering) {
-  const int lane = threadIdx.x % s.lanes;
-  const unsigned mask = subwarp_mask(s.lanes);
-  const int items = s.chunks * VEC;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x / s.lanes;
-  for (int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / s.lanes; q < s.groups; q += stride) {
-    const int64_t base = q * s.group + int64_t(lane) * items;
-    const int64_t channel = (q % s.groups_per_row) * s.group + int64_t(lane) * items;
-    const A mu = mean[q], r = rstd[q];
-    A xhat[MAX_ITEMS], gy[MAX_ITEMS];
-    A sum_gy = 0, sum_gy_xhat = 0;
+                              S* __restrict__ dx, bool centering, A* __restrict__ dw_ws, A* __restrict__ db_ws,
+                              int64_t channels) {
+  constexpr int kChunks = MAX_ITEMS / VEC;
+  constexpr bool kHold = MAX_ITEMS <= 8;
+  __shared__ A dw_shared[kThreads], db_shared[kThreads];
+  const RowSeat seat = row_seat(p);
+  const unsigned mask = subwarp_mask(p.lanes);
+  const int items = p.chunks * VEC;
+  const bool params = dw_ws != nullptr;
+  const int64_t channel0 = seat.col * p.group;
+  A wr[kHold ? MAX_ITEMS : 1] = {};
+  if constexpr (kHold) {
 #pragma unroll
-    for (int c = 0; c < MAX_ITEMS / VEC; ++c) {
-      if (c < s.chunks) {
-        const auto xs = *reinterpret_cast<const Pack<S, VEC>*>(x + base + c * VEC);
-        const auto ds = *reinterpret_cast<const Pack<S, VEC>*>(dy + base + c * VEC);
+    for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const int i = c * VEC + k;
-          xhat[i] = (to_acc(xs.v[k]) - mu) * r;
-          gy[i] = to_acc(ds.v[k]) * to_acc(w[channel + i]);
-          sum_gy += gy[i];
-          sum_gy_xhat += gy[i] * xhat[i];
-        }
+      for (int k = 0; k < VEC; ++k) {
+        if (seat.has_col && c < p.chunks) wr[c * VEC + k] = to_acc(w[channel0 + item_offset<VEC>(c, k, seat.lane, p.lanes)]);
       }
     }
-    const A inv_g = A(1) / A(s.group);
-    const A mean_gy = centering ? group_sum(sum_gy, s.lanes, mask) * inv_g : A(0);
-    const A mean_gy_xhat = group_sum(sum_gy_xhat, s.lanes, mask) * inv_g;
+  }
+  auto weight = [&](int c, int k) -> A {
+    if constexpr (kHold) {
+      return wr[c * VEC + k];
+    } else {
+      return to_acc(w[channel0 + item_offset<VEC>(c, k, seat.lane, p.lanes)]);
+    }
+  };
+  A dw_acc[MAX_ITEMS] = {}, db_acc[MAX_ITEMS] = {};
+  const A inv_g = A(1) / A(p.group);
+  const int64_t step = p.row_blocks * p.rows_per_pass;
+  for (int64_t r0 = seat.row_block * p.rows_per_pass; r0 < p.rows; r0 += step) {
+    const int64_t row = r0 + seat.sub;
+    const bool active = seat.has_col && row < p.rows;
+    const int64_t q = row * p.groups_per_row + seat.col;
+    const A mu = active ? mean[q] : A(0), r = active ? rstd[q] : A(0);
+    A d[MAX_ITEMS], dys[MAX_ITEMS];
+    A sum_d = 0, sum_gy = 0, sum_gy_d = 0;
 #pragma unroll
-    for (int c = 0; c < MAX_ITEMS / VEC; ++c) {
-      if (c < s.chunks) {
+    for (int c = 0; c < kChunks; ++c) {
+      Pack<S, VEC> xs{}, ds{};
+      const bool live = active && c < p.chunks;
+      if (live) {
+        const int64_t at = q * p.group + item_offset<VEC>(c, 0, seat.lane, p.lanes);
+        xs = *reinterpret_cast<const Pack<S, VEC>*>(x + at);
+        ds = *reinterpret_cast<const Pack<S, VEC>*>(dy + at);
+      }
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const int i = c * VEC + k;
+        d[i] = live ? to_acc(xs.v[k]) - mu : A(0);
+        dys[i] = live ? to_acc(ds.v[k]) : A(0);
+        const A gy = live ? dys[i] * weight(c, k) : A(0);
+        sum_d += d[i];
+        sum_gy += gy;
+        sum_gy_d += gy * d[i];
+      }
+    }
+    // b: the mean of x - mean, zero but for the saved mean's rounding (the re-centring).
+    const A bias_d = centering ? group_sum(sum_d, p.lanes, mask) * inv_g : A(0);
+    const A total_gy = group_sum(sum_gy, p.lanes, mask);
+    const A total_gy_d = group_sum(sum_gy_d, p.lanes, mask);
+    const A mean_gy = centering ? total_gy * inv_g : A(0);
+    const A mean_gy_xhat = r * (total_gy_d - bias_d * total_gy) * inv_g;
+    if (!active) continue;  // no shuffle below: its partials stay as they are
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if (c < p.chunks) {
         Pack<S, VEC> out;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const int i = c * VEC + k;
-          out.v[k] = store_value<S>(r * (gy[i] - mean_gy - xhat[i] * mean_gy_xhat));
+          const A xhat = (d[i] - bias_d) * r;
+          out.v[k] = store_value<S>(r * (dys[i] * weight(c, k) - mean_gy - xhat * mean_gy_xhat));
+          if (params) {
+            dw_acc[i] += dys[i] * xhat;
+            db_acc[i] += dys[i];
+          }
         }
-        *reinterpret_cast<Pack<S, VEC>*>(dx + base + c * VEC) = out;
+        *reinterpret_cast<Pack<S, VEC>*>(dx + q * p.group + item_offset<VEC>(c, 0, seat.lane, p.lanes)) = out;
       }
+    }
+  }
+  if (!params) return;  // uniform: every thread of the launch returns here
+  // The block's partials: the rows of a pass summed in order, one workspace row per block.
+  const int64_t ws_row = seat.row_block * channels;
+  auto channel = [&](int i) { return channel0 + item_offset<VEC>(i / VEC, i % VEC, seat.lane, p.lanes); };
+  if (p.rows_per_pass == 1) {
+    if (seat.has_col) {
+      for (int i = 0; i < items; ++i) {
+        dw_ws[ws_row + channel(i)] = dw_acc[i];
+        db_ws[ws_row + channel(i)] = db_acc[i];
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < MAX_ITEMS; ++i) {
+    if (i < items) {
+      dw_shared[threadIdx.x] = dw_acc[i];
+      db_shared[threadIdx.x] = db_acc[i];
+      __syncthreads();
+      if (seat.has_col && seat.sub == 0) {
+        A sum_dw = 0, sum_db = 0;
+        for (int k = 0; k < p.rows_per_pass; ++k) {
+          const int t = (k * p.cols + seat.slot % p.cols) * p.lanes + seat.lane;
+          sum_dw += dw_shared[t];
+          sum_db += db_shared[t];
+        }
+        dw_ws[ws_row + channel(i)] = sum_dw;
+        db_ws[ws_row + channel(i)] = sum_db;
+      }
+      __syncthreads();
     }
   }
 }
 
-// One block per group, for groups too large for registers: three passes over
-// the group (sum, centred squares, outputs), which stays in L2 between them.
+// One block per group, for groups too large for registers; a block keeps one
+// column of groups (its channels never change) down its rows.
+struct LargePlan {
+  int64_t rows, group, groups_per_row, row_blocks;
+};
+
+LargePlan large_plan(const Geometry& g) {
+  const int64_t per_row = g.channels / g.group;
+  return {g.outer, g.group, per_row, clamp64(ceil_div(kTargetBlocks, per_row), 1, g.outer)};
+}
+
+// Three reads of the group (sums of x - s, of the centred squares, outputs),
+// the last two from cache.
 template <typename S, typename A>
-__global__ void large_group_forward(RowShape s, const S* __restrict__ x, const S* __restrict__ w,
+__global__ void large_group_forward(LargePlan p, const S* __restrict__ x, const S* __restrict__ w,
                                     const S* __restrict__ b, S* __restrict__ y, A* __restrict__ mean,
                                     A* __restrict__ rstd, A eps, bool centering) {
   __shared__ A shared[32];
-  for (int64_t q = blockIdx.x; q < s.groups; q += gridDim.x) {
-    const S* xq = x + q * s.group;
-    const int64_t channel = (q % s.groups_per_row) * s.group;
-    A sum = 0;
-    for (int64_t j = threadIdx.x; j < s.group; j += blockDim.x) sum += to_acc(xq[j]);
-    const A mu = centering ? block_sum(sum, shared) / A(s.group) : A(0);
-    A squares = 0;
-    for (int64_t j = threadIdx.x; j < s.group; j += blockDim.x) {
-      const A d = to_acc(xq[j]) - mu;
-      squares += d * d;
+  const int64_t col = blockIdx.x % p.groups_per_row, row_block = blockIdx.x / p.groups_per_row;
+  const int64_t channel0 = col * p.group;
+  for (int64_t row = row_block; row < p.rows; row += p.row_blocks) {
+    const int64_t q = row * p.groups_per_row + col;
+    const S* xq = x + q * p.group;
+    const A shift = centering ? to_acc(xq[0]) : A(0);
+    A sums[1] = {0};
+    for (int64_t j = threadIdx.x; j < p.group; j += blockDim.x) sums[0] += to_acc(xq[j]) - shift;
+    block_sums(sums, shared);
+    const A m = centering ? sums[0] / A(p.group) : A(0);
+    sums[0] = 0;
+    for (int64_t j = threadIdx.x; j < p.group; j += blockDim.x) {
+      const A d = (to_acc(xq[j]) - shift) - m;
+      sums[0] += d * d;
     }
-    const A r = rsqrt_acc(block_sum(squares, shared) / A(s.group) + eps);
-    for (int64_t j = threadIdx.x; j < s.group; j += blockDim.x) {
-      y[q * s.group + j] = store_value<S>((to_acc(xq[j]) - mu) * r * to_acc(w[channel + j]) + to_acc(b[channel + j]));
+    block_sums(sums, shared);
+    const A r = rsqrt_acc(sums[0] / A(p.group) + eps);
+    for (int64_t j = threadIdx.x; j < p.group; j += blockDim.x) {
+      const A d = (to_acc(xq[j]) - shift) - m;
+      y[q * p.group + j] = store_value<S>(d * r * to_acc(w[channel0 + j]) + to_acc(b[channel0 + j]));
     }
     if (mean != nullptr && threadIdx.x == 0) {
-      mean[q] = mu;
+      mean[q] = shift + m;
       rstd[q] = r;
     }
   }
 }
 
+// Two reads of the group (the sums, then dx), the second from cache; each
+// thread adds its channels' partials into the block's workspace row.
 template <typename S, typename A>
-__global__ void large_group_backward(RowShape s, const S* __restrict__ dy, const S* __restrict__ x,
+__global__ void large_group_backward(LargePlan p, const S* __restrict__ dy, const S* __restrict__ x,
                                      const A* __restrict__ mean, const A* __restrict__ rstd,
-                                     const S* __restrict__ w, S* __restrict__ dx, bool centering) {
-  __shared__ A shared[32];
-  for (int64_t q = blockIdx.x; q < s.groups; q += gridDim.x) {
-    const int64_t base = q * s.group, channel = (q % s.groups_per_row) * s.group;
+                                     const S* __restrict__ w, S* __restrict__ dx, bool centering,
+                                     A* __restrict__ dw_ws, A* __restrict__ db_ws, int64_t channels) {
+  __shared__ A shared[3 * 32];
+  const int64_t col = blockIdx.x % p.groups_per_row, row_block = blockIdx.x / p.groups_per_row;
+  const int64_t channel0 = col * p.group, ws_row = row_block * channels + channel0;
+  const A inv_g = A(1) / A(p.group);
+  for (int64_t row = row_block; row < p.rows; row += p.row_blocks) {
+    const int64_t q = row * p.groups_per_row + col, base = q * p.group;
     const A mu = mean[q], r = rstd[q];
-    A sum_gy = 0, sum_gy_xhat = 0;
-    for (int64_t j = threadIdx.x; j < s.group; j += blockDim.x) {
-      const A gy = to_acc(dy[base + j]) * to_acc(w[channel + j]);
-      sum_gy += gy;
-      sum_gy_xhat += gy * (to_acc(x[base + j]) - mu) * r;
+    A sums[3] = {0, 0, 0};  // x - mean, gy, gy * (x - mean)
+    for (int64_t j = threadIdx.x; j < p.group; j += blockDim.x) {
+      const A d = to_acc(x[base + j]) - mu, gy = to_acc(dy[base + j]) * to_acc(w[channel0 + j]);
+      sums[0] += d;
+      sums[1] += gy;
+      sums[2] += gy * d;
     }
-    const A inv_g = A(1) / A(s.group);
-    const A mean_gy = centering ? block_sum(sum_gy, shared) * inv_g : A(0);
-    const A mean_gy_xhat = block_sum(sum_gy_xhat, shared) * inv_g;
-    for (int64_t j = threadIdx.x; j < s.group; j += blockDim.x) {
-      const A gy = to_acc(dy[base + j]) * to_acc(w[channel + j]);
-      const A xhat = (to_acc(x[base + j]) - mu) * r;
-      dx[base + j] = store_value<S>(r * (gy - mean_gy - xhat * mean_gy_xhat));
+    block_sums(sums, shared);
+    const A bias_d = centering ? sums[0] * inv_g : A(0);
+    const A mean_gy = centering ? sums[1] * inv_g : A(0);
+    const A mean_gy_xhat = r * (sums[2] - bias_d * sums[1]) * inv_g;
+    for (int64_t j = threadIdx.x; j < p.group; j += blockDim.x) {
+      const A dyj = to_acc(dy[base + j]);
+      const A xhat = (to_acc(x[base + j]) - mu - bias_d) * r;
+      dx[base + j] = store_value<S>(r * (dyj * to_acc(w[channel0 + j]) - mean_gy - xhat * mean_gy_xhat));
+      if (dw_ws != nullptr) {
+        const bool first = row == row_block;
+        dw_ws[ws_row + j] = (first ? A(0) : dw_ws[ws_row + j]) + dyj * xhat;
+        db_ws[ws_row + j] = (first ? A(0) : db_ws[ws_row + j]) + dyj;
+      }
     }
   }
 }
 
 // ---------------------------------------------------------------- NCHW ---
 
-constexpr int kMaxStridedGroup = 32;
+struct StridedPlan {
+  int64_t channels, inner, group, groups;
+  int64_t positions;   // outer * inner: (sample, pixel) pairs
+  int64_t row_blocks;  // blocks down the positions, per group of channels
+};
 
-// One thread per (sample, group, pixel): t = (o * G + q) * inner + i, which is
-// also the index of the group's statistics.
-template <typename S, typename A>
-__global__ void strided_forward(Geometry g, const S* __restrict__ x, const S* __restrict__ w,
+StridedPlan strided_plan(const Geometry& g) {
+  StridedPlan p{g.channels, g.inner, g.group, g.channels / g.group, g.outer * g.inner, 0};
+  p.row_blocks = clamp64(ceil_div(kTargetBlocks, p.groups), 1, ceil_div(p.positions, kThreads));
+  return p;
+}
+
+// G > 0: groups of G channels, in registers; G = 0: g <= 32 at run time, in
+// registers; G < 0: larger groups, re-read from cache.
+template <int G>
+constexpr int kStridedMax = G > 0 ? G : (G == 0 ? 32 : 1);
+
+template <typename S, typename A, int G>
+__global__ void strided_forward(StridedPlan p, const S* __restrict__ x, const S* __restrict__ w,
                                 const S* __restrict__ b, S* __restrict__ y, A* __restrict__ mean,
                                 A* __restrict__ rstd, A eps, bool centering) {
-  const int64_t groups = g.channels / g.group, total = g.outer * groups * g.inner;
-  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = t % g.inner, q = (t / g.inner) % groups, o = t / (g.inner * groups);
-    const int64_t first = (o * g.channels + q * g.group) * g.inner + i;
-    A v[kMaxStridedGroup];
-    A sum = 0;
+  constexpr int MAX = kStridedMax<G>;
+  constexpr bool kRegisters = G >= 0;
+  const int64_t g = G > 0 ? G : p.group;
+  const int64_t q = blockIdx.x % p.groups, row_block = blockIdx.x / p.groups;
+  A wr[G > 0 ? G : 1] = {}, br[G > 0 ? G : 1] = {};
+  if constexpr (G > 0) {
 #pragma unroll
-    for (int j = 0; j < kMaxStridedGroup; ++j) {
-      if (j < g.group) {
-        v[j] = to_acc(x[first + j * g.inner]);
-        sum += v[j];
-      }
+    for (int j = 0; j < G; ++j) wr[j] = to_acc(w[q * G + j]), br[j] = to_acc(b[q * G + j]);
+  }
+  auto wb = [&](int64_t j, A& wj, A& bj) {
+    if constexpr (G > 0) {
+      wj = wr[j], bj = br[j];
+    } else {
+      wj = to_acc(w[q * g + j]), bj = to_acc(b[q * g + j]);
     }
-    const A mu = centering ? sum / A(g.group) : A(0);
-    A squares = 0;
+  };
+  for (int64_t pos = row_block * kThreads + threadIdx.x; pos < p.positions; pos += p.row_blocks * kThreads) {
+    const int64_t o = pos / p.inner, i = pos % p.inner;
+    const int64_t first = (o * p.channels + q * g) * p.inner + i, stat = (o * p.groups + q) * p.inner + i;
+    const A shift = centering ? to_acc(x[first]) : A(0);
+    A m, r;
+    if constexpr (kRegisters) {
+      A v[MAX];
+      A sum = 0;
 #pragma unroll
-    for (int j = 0; j < kMaxStridedGroup; ++j) {
-      if (j < g.group) {
-        v[j] -= mu;
-        squares += v[j] * v[j];
+      for (int j = 0; j < MAX; ++j) {
+        if (j < g) {
+          v[j] = to_acc(x[first + j * p.inner]) - shift;
+          sum += v[j];
+        }
       }
-    }
-    const A r = rsqrt_acc(squares / A(g.group) + eps);
+      m = centering ? sum / A(g) : A(0);
+      A squares = 0;
 #pragma unroll
-    for (int j = 0; j < kMaxStridedGroup; ++j) {
-      if (j < g.group) {
-        const int64_t ch = q * g.group + j;
-        y[first + j * g.inner] = store_value<S>(v[j] * r * to_acc(w[ch]) + to_acc(b[ch]));
+      for (int j = 0; j < MAX; ++j) {
+        if (j < g) {
+          v[j] -= m;
+          squares += v[j] * v[j];
+        }
+      }
+      r = rsqrt_acc(squares / A(g) + eps);
+#pragma unroll
+      for (int j = 0; j < MAX; ++j) {
+        if (j < g) {
+          A wj, bj;
+          wb(j, wj, bj);
+          y[first + j * p.inner] = store_value<S>(v[j] * r * wj + bj);
+        }
+      }
+    } else {
+      A sum = 0;
+      for (int64_t j = 0; j < g; ++j) sum += to_acc(x[first + j * p.inner]) - shift;
+      m = centering ? sum / A(g) : A(0);
+      A squares = 0;
+      for (int64_t j = 0; j < g; ++j) {
+        const A d = (to_acc(x[first + j * p.inner]) - shift) - m;
+        squares += d * d;
+      }
+      r = rsqrt_acc(squares / A(g) + eps);
+      for (int64_t j = 0; j < g; ++j) {
+        A wj, bj;
+        wb(j, wj, bj);
+        y[first + j * p.inner] = store_value<S>(((to_acc(x[first + j * p.inner]) - shift) - m) * r * wj + bj);
       }
     }
     if (mean != nullptr) {
-      mean[t] = mu;
-      rstd[t] = r;
+      mean[stat] = shift + m;
+      rstd[stat] = r;
     }
   }
 }
 
-// The same for groups of more than kMaxStridedGroup channels: three passes
-// over the group's values in memory.
-template <typename S, typename A>
-__global__ void strided_forward_large(Geometry g, const S* __restrict__ x, const S* __restrict__ w,
-                                      const S* __restrict__ b, S* __restrict__ y, A* __restrict__ mean,
-                                      A* __restrict__ rstd, A eps, bool centering) {
-  const int64_t groups = g.channels / g.group, total = g.outer * groups * g.inner;
-  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = t % g.inner, q = (t / g.inner) % groups, o = t / (g.inner * groups);
-    const int64_t first = (o * g.channels + q * g.group) * g.inner + i;
-    A sum = 0;
-    for (int64_t j = 0; j < g.group; ++j) sum += to_acc(x[first + j * g.inner]);
-    const A mu = centering ? sum / A(g.group) : A(0);
-    A squares = 0;
-    for (int64_t j = 0; j < g.group; ++j) {
-      const A d = to_acc(x[first + j * g.inner]) - mu;
-      squares += d * d;
-    }
-    const A r = rsqrt_acc(squares / A(g.group) + eps);
-    for (int64_t j = 0; j < g.group; ++j) {
-      const int64_t ch = q * g.group + j;
-      y[first + j * g.inner] = store_value<S>((to_acc(x[first + j * g.inner]) - mu) * r * to_acc(w[ch]) + to_acc(b[ch]));
-    }
-    if (mean != nullptr) {
-      mean[t] = mu;
-      rstd[t] = r;
-    }
-  }
-}
-
-template <typename S, typename A>
-__global__ void strided_backward(Geometry g, const S* __restrict__ dy, const S* __restrict__ x,
+template <typename S, typename A, int G>
+__global__ void strided_backward(StridedPlan p, const S* __restrict__ dy, const S* __restrict__ x,
                                  const A* __restrict__ mean, const A* __restrict__ rstd, const S* __restrict__ w,
-                                 S* __restrict__ dx, bool centering) {
-  const int64_t groups = g.channels / g.group, total = g.outer * groups * g.inner;
-  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = t % g.inner, q = (t / g.inner) % groups, o = t / (g.inner * groups);
-    const int64_t first = (o * g.channels + q * g.group) * g.inner + i;
-    const A mu = mean[t], r = rstd[t];
-    A sum_gy = 0, sum_gy_xhat = 0;
-    for (int64_t j = 0; j < g.group; ++j) {
-      const A gy = to_acc(dy[first + j * g.inner]) * to_acc(w[q * g.group + j]);
-      sum_gy += gy;
-      sum_gy_xhat += gy * (to_acc(x[first + j * g.inner]) - mu) * r;
+                                 S* __restrict__ dx, bool centering, A* __restrict__ dw_ws, A* __restrict__ db_ws) {
+  constexpr int MAX = kStridedMax<G>;
+  constexpr bool kRegisters = G >= 0;
+  const int64_t g = G > 0 ? G : p.group;
+  const int64_t q = blockIdx.x % p.groups, row_block = blockIdx.x / p.groups;
+  const bool params = dw_ws != nullptr;
+  const int lane = threadIdx.x % 32;
+  // This warp's workspace row.
+  const int64_t ws_row = (row_block * kWarps + threadIdx.x / 32) * p.channels + q * g;
+  A wr[G > 0 ? G : 1] = {};
+  if constexpr (G > 0) {
+#pragma unroll
+    for (int j = 0; j < G; ++j) wr[j] = to_acc(w[q * G + j]);
+  }
+  auto weight = [&](int64_t j) -> A {
+    if constexpr (G > 0) {
+      return wr[j];
+    } else {
+      return to_acc(w[q * g + j]);
     }
-    const A inv_g = A(1) / A(g.group);
-    const A mean_gy = centering ? sum_gy * inv_g : A(0);
-    const A mean_gy_xhat = sum_gy_xhat * inv_g;
-    for (int64_t j = 0; j < g.group; ++j) {
-      const int64_t k = first + j * g.inner;
-      const A gy = to_acc(dy[k]) * to_acc(w[q * g.group + j]);
-      dx[k] = store_value<S>(r * (gy - mean_gy - (to_acc(x[k]) - mu) * r * mean_gy_xhat));
+  };
+  A dw_acc[MAX] = {}, db_acc[MAX] = {};
+  const A inv_g = A(1) / A(g);
+  for (int64_t p0 = row_block * kThreads; p0 < p.positions; p0 += p.row_blocks * kThreads) {
+    const int64_t pos = p0 + threadIdx.x;
+    const bool active = pos < p.positions;
+    const int64_t o = pos / p.inner, i = pos % p.inner;
+    const int64_t first = (o * p.channels + q * g) * p.inner + i, stat = (o * p.groups + q) * p.inner + i;
+    const A mu = active ? mean[stat] : A(0), r = active ? rstd[stat] : A(0);
+    A sum_d = 0, sum_gy = 0, sum_gy_d = 0;
+    if constexpr (kRegisters) {
+      A d[MAX], dys[MAX];
+#pragma unroll
+      for (int j = 0; j < MAX; ++j) {
+        if (j < g) {
+          d[j] = active ? to_acc(x[first + j * p.inner]) - mu : A(0);
+          dys[j] = active ? to_acc(dy[first + j * p.inner]) : A(0);
+          const A gy = dys[j] * weight(j);
+          sum_d += d[j];
+          sum_gy += gy;
+          sum_gy_d += gy * d[j];
+        }
+      }
+      const A bias_d = centering ? sum_d * inv_g : A(0);
+      const A mean_gy = centering ? sum_gy * inv_g : A(0);
+      const A mean_gy_xhat = r * (sum_gy_d - bias_d * sum_gy) * inv_g;
+#pragma unroll
+      for (int j = 0; j < MAX; ++j) {
+        if (j < g) {
+          const A xhat = (d[j] - bias_d) * r;
+          if (active) dx[first + j * p.inner] = store_value<S>(r * (dys[j] * weight(j) - mean_gy - xhat * mean_gy_xhat));
+          dw_acc[j] += dys[j] * xhat;
+          db_acc[j] += dys[j];
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < g && active; ++j) {
+        const A d = to_acc(x[first + j * p.inner]) - mu, gy = to_acc(dy[first + j * p.inner]) * weight(j);
+        sum_d += d;
+        sum_gy += gy;
+        sum_gy_d += gy * d;
+      }
+      const A bias_d = centering ? sum_d * inv_g : A(0);
+      const A mean_gy = centering ? sum_gy * inv_g : A(0);
+      const A mean_gy_xhat = r * (sum_gy_d - bias_d * sum_gy) * inv_g;
+      const bool first_pass = p0 == row_block * kThreads;
+      for (int64_t j = 0; j < g; ++j) {  // the same count in every thread: the shuffles below
+        A dyj = 0, xhat = 0;
+        if (active) {
+          dyj = to_acc(dy[first + j * p.inner]);
+          xhat = (to_acc(x[first + j * p.inner]) - mu - bias_d) * r;
+          dx[first + j * p.inner] = store_value<S>(r * (dyj * weight(j) - mean_gy - xhat * mean_gy_xhat));
+        }
+        if (params) {
+          const A sum_dw = group_sum(dyj * xhat, 32, 0xffffffffu), sum_db = group_sum(dyj, 32, 0xffffffffu);
+          if (lane == 0) {
+            dw_ws[ws_row + j] = (first_pass ? A(0) : dw_ws[ws_row + j]) + sum_dw;
+            db_ws[ws_row + j] = (first_pass ? A(0) : db_ws[ws_row + j]) + sum_db;
+          }
+        }
+      }
+    }
+  }
+  if constexpr (kRegisters) {
+    if (!params) return;  // uniform
+#pragma unroll
+    for (int j = 0; j < MAX; ++j) {
+      if (j < g) {
+        const A sum_dw = group_sum(dw_acc[j], 32, 0xffffffffu), sum_db = group_sum(db_acc[j], 32, 0xffffffffu);
+        if (lane == 0) {
+          dw_ws[ws_row + j] = sum_dw;
+          db_ws[ws_row + j] = sum_db;
+        }
+      }
     }
   }
 }
 
 // ------------------------------------------------------- dweight, dbias ---
 
-// Rows of the reduction: features-last, row o of [outer, C]; NCHW, the pair
-// (o, i). Block (32, 8) over (32 channels, a chunk of rows): partials[chunk][c].
-template <typename S, typename A>
-__global__ void param_partials(Geometry g, int64_t rows_per_chunk, const S* __restrict__ dy,
-                               const S* __restrict__ x, const A* __restrict__ mean, const A* __restrict__ rstd,
-                               A* __restrict__ dw_partial, A* __restrict__ db_partial) {
-  __shared__ A dw_shared[8][33], db_shared[8][33];
-  const int64_t c = int64_t(blockIdx.x) * 32 + threadIdx.x;
-  const int64_t rows = g.outer * g.inner, groups = g.channels / g.group;
-  const int64_t first = int64_t(blockIdx.y) * rows_per_chunk, last = min(rows, first + rows_per_chunk);
-  A dw = 0, db = 0;
-  if (c < g.channels) {
-    for (int64_t row = first + threadIdx.y; row < last; row += 8) {
-      const int64_t o = row / g.inner, i = row % g.inner;
-      const int64_t k = (o * g.channels + c) * g.inner + i;
-      const int64_t stat = (o * groups + c / g.group) * g.inner + i;
-      const A d = to_acc(dy[k]);
-      dw += d * (to_acc(x[k]) - mean[stat]) * rstd[stat];
-      db += d;
-    }
-  }
-  dw_shared[threadIdx.y][threadIdx.x] = dw;
-  db_shared[threadIdx.y][threadIdx.x] = db;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < g.channels) {
-    A sum_dw = 0, sum_db = 0;
-    for (int k = 0; k < 8; ++k) sum_dw += dw_shared[k][threadIdx.x], sum_db += db_shared[k][threadIdx.x];
-    dw_partial[int64_t(blockIdx.y) * g.channels + c] = sum_dw;
-    db_partial[int64_t(blockIdx.y) * g.channels + c] = sum_db;
-  }
-}
-
+// dweight[c] and dbias[c]: the sums of `parts` workspace rows, in order.
 template <typename A>
-__global__ void param_finish(int64_t channels, int64_t chunks, const A* __restrict__ dw_partial,
-                             const A* __restrict__ db_partial, A* __restrict__ dweight, A* __restrict__ dbias) {
+__global__ void param_finish(int64_t channels, int64_t parts, const A* __restrict__ dw_ws,
+                             const A* __restrict__ db_ws, A* __restrict__ dweight, A* __restrict__ dbias) {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   A dw = 0, db = 0;
-  for (int64_t k = 0; k < chunks; ++k) dw += dw_partial[k * channels + c], db += db_partial[k * channels + c];
+  for (int64_t k = 0; k < parts; ++k) dw += dw_ws[k * channels + c], db += db_ws[k * channels + c];
   dweight[c] = dw;
   dbias[c] = db;
 }
 
 // ------------------------------------------------------------- launching ---
 
-constexpr int kThreads = 256;
-
-int64_t blocks_for(int64_t threads_needed) {
-  return std::max<int64_t>(1, std::min<int64_t>((threads_needed + kThreads - 1) / kThreads, int64_t(1) << 20));
-}
-
-// Rows of the partial sums per chunk: enough chunks to fill the GPU, few enough
-// that the finishing sum is short.
-int64_t chunks_for(const Geometry& g) { return std::min<int64_t>(512, (g.outer * g.inner + 63) / 64); }
-
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-// The lanes and chunks of a group of `vectors` VEC-vectors: lanes the largest
-// power of two <= 32 dividing it.
-RowShape row_shape(const Geometry& g, int vec) {
-  const int64_t vectors = g.group / vec;
-  int lanes = 1;
-  while (lanes < 32 && vectors % (2 * lanes) == 0) lanes *= 2;
-  return {g.outer * (g.channels / g.group), g.group, g.channels / g.group, lanes,
-          static_cast<int>(vectors / lanes)};
-}
-
+// VEC = gcd(g, 16 bytes / element size), halved until every pointer is aligned to it.
 template <typename S>
-constexpr int full_vec() {
-  return 16 / sizeof(S) > 0 ? static_cast<int>(16 / sizeof(S)) : 1;
+int vector_width(int64_t group, std::initializer_list<const void*> pointers) {
+  int vec = static_cast<int>(16 / sizeof(S));
+  while (vec > 1 && group % vec != 0) vec /= 2;
+  for (const void* ptr : pointers) {
+    while (vec > 1 && !aligned(ptr, vec * static_cast<int>(sizeof(S)))) vec /= 2;
+  }
+  return vec;
 }
 
-template <typename S, typename A, int VEC>
-bool launch_rows_forward(const Geometry& g, const S* x, const S* w, const S* b, S* y, A* mean, A* rstd, A eps,
-                         bool centering, cudaStream_t stream) {
-  const RowShape s = row_shape(g, VEC);
-  const int items = s.chunks * VEC;
-  const int64_t blocks = blocks_for(s.groups * s.lanes);
-  if (items <= 8) {
-    rows_forward<S, A, VEC, (8 > VEC ? 8 : VEC)><<<blocks, kThreads, 0, stream>>>(s, x, w, b, y, mean, rstd, eps, centering);
-  } else if (items <= 32) {
-    rows_forward<S, A, VEC, (32 > VEC ? 32 : VEC)><<<blocks, kThreads, 0, stream>>>(s, x, w, b, y, mean, rstd, eps, centering);
-  } else {
-    return false;
+// Calls fn(std::integral_constant<int, VEC>) for the run-time vec (a power of two, at most 16 bytes).
+template <typename S, typename Fn>
+void with_vec(int vec, Fn&& fn) {
+  constexpr int kFull = static_cast<int>(16 / sizeof(S));
+  if constexpr (kFull >= 8) {
+    if (vec == 8) return fn(std::integral_constant<int, 8>{});
   }
-  return true;
+  if constexpr (kFull >= 4) {
+    if (vec == 4) return fn(std::integral_constant<int, 4>{});
+  }
+  if (vec == 2) return fn(std::integral_constant<int, 2>{});
+  fn(std::integral_constant<int, 1>{});
 }
 
-template <typename S, typename A, int VEC>
-bool launch_rows_backward(const Geometry& g, const S* dy, const S* x, const A* mean, const A* rstd, const S* w,
-                          S* dx, bool centering, cudaStream_t stream) {
-  const RowShape s = row_shape(g, VEC);
-  const int items = s.chunks * VEC;
-  const int64_t blocks = blocks_for(s.groups * s.lanes);
-  if (items <= 8) {
-    rows_backward<S, A, VEC, (8 > VEC ? 8 : VEC)><<<blocks, kThreads, 0, stream>>>(s, dy, x, mean, rstd, w, dx, centering);
-  } else if (items <= 32) {
-    rows_backward<S, A, VEC, (32 > VEC ? 32 : VEC)><<<blocks, kThreads, 0, stream>>>(s, dy, x, mean, rstd, w, dx, centering);
-  } else {
-    return false;
+// Calls fn(std::integral_constant<int, G>) with G the compiled group size, 0 (g <= 32) or -1.
+template <typename Fn>
+void with_group(int64_t g, Fn&& fn) {
+  switch (g) {
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 8: return fn(std::integral_constant<int, 8>{});
+    case 16: return fn(std::integral_constant<int, 16>{});
+    case 32: return fn(std::integral_constant<int, 32>{});
+    default: break;
   }
-  return true;
+  if (g <= 32) return fn(std::integral_constant<int, 0>{});
+  fn(std::integral_constant<int, -1>{});
+}
+
+// The workspace rows of a backward over this geometry, at most: one per
+// block down the rows (features-last), one per warp (NCHW).
+int64_t max_parts(const Geometry& g) {
+  if (g.inner > 1) return strided_plan(g).row_blocks * kWarps;
+  return std::max<int64_t>(1, std::min(g.outer, kTargetBlocks));
 }
 
 template <typename S, typename A>
@@ -471,49 +735,81 @@ void forward_impl(const Geometry& g, const S* x, const S* w, const S* b, S* y, A
   if (g.numel() == 0) return;
   const A e = static_cast<A>(eps);
   if (g.inner > 1) {
-    const int64_t blocks = blocks_for(g.outer * (g.channels / g.group) * g.inner);
-    if (g.group <= kMaxStridedGroup) {
-      strided_forward<S, A><<<blocks, kThreads, 0, stream>>>(g, x, w, b, y, mean, rstd, e, centering);
-    } else {
-      strided_forward_large<S, A><<<blocks, kThreads, 0, stream>>>(g, x, w, b, y, mean, rstd, e, centering);
-    }
+    const StridedPlan p = strided_plan(g);
+    with_group(g.group, [&](auto G) {
+      launch(strided_forward<S, A, decltype(G)::value>, dim3(static_cast<unsigned>(p.row_blocks * p.groups)),
+             dim3(kThreads), 0, stream, p, x, w, b, y, mean, rstd, e, centering);
+    });
     return;
   }
-  constexpr int VEC = full_vec<S>();
-  const bool vectors = g.group % VEC == 0 && aligned(x, 16) && aligned(y, 16);
-  if (vectors && launch_rows_forward<S, A, VEC>(g, x, w, b, y, mean, rstd, e, centering, stream)) return;
-  if (launch_rows_forward<S, A, 1>(g, x, w, b, y, mean, rstd, e, centering, stream)) return;
-  const RowShape s = row_shape(g, 1);
-  large_group_forward<S, A><<<blocks_for(s.groups * kThreads), kThreads, 0, stream>>>(s, x, w, b, y, mean, rstd, e,
-                                                                                      centering);
+  const int vec = vector_width<S>(g.group, {x, y});
+  bool done = false;
+  with_vec<S>(vec, [&](auto V) {
+    constexpr int VEC = decltype(V)::value;
+    const RowPlan p = row_plan(g, VEC);
+    const dim3 blocks(static_cast<unsigned>(p.row_blocks * p.col_tiles));
+    const int items = p.chunks * VEC;
+    if (items <= 8) {
+      launch(rows_forward<S, A, VEC, (8 > VEC ? 8 : VEC)>, blocks, dim3(kThreads), 0, stream, p, x, w, b, y, mean,
+             rstd, e, centering);
+      done = true;
+    } else if (items <= 32) {
+      launch(rows_forward<S, A, VEC, 32>, blocks, dim3(kThreads), 0, stream, p, x, w, b, y, mean, rstd, e,
+             centering);
+      done = true;
+    }
+  });
+  if (done) return;
+  const LargePlan p = large_plan(g);
+  launch(large_group_forward<S, A>, dim3(static_cast<unsigned>(p.row_blocks * p.groups_per_row)), dim3(kThreads), 0,
+         stream, p, x, w, b, y, mean, rstd, e, centering);
 }
 
 template <typename S, typename A>
 void backward_impl(const Geometry& g, const S* dy, const S* x, const A* mean, const A* rstd, const S* w,
                    bool centering, S* dx, A* dweight, A* dbias, A* workspace, cudaStream_t stream) {
+  const bool params = dweight != nullptr && dbias != nullptr;
+  int64_t parts = 0;  // workspace rows written
+  A* dw_ws = params ? workspace : nullptr;
+  auto db_ws = [&] { return params ? workspace + parts * g.channels : nullptr; };
   if (g.numel() > 0) {
     if (g.inner > 1) {
-      strided_backward<S, A><<<blocks_for(g.outer * (g.channels / g.group) * g.inner), kThreads, 0, stream>>>(
-          g, dy, x, mean, rstd, w, dx, centering);
+      const StridedPlan p = strided_plan(g);
+      parts = p.row_blocks * kWarps;
+      with_group(g.group, [&](auto G) {
+        launch(strided_backward<S, A, decltype(G)::value>, dim3(static_cast<unsigned>(p.row_blocks * p.groups)),
+               dim3(kThreads), 0, stream, p, dy, x, mean, rstd, w, dx, centering, dw_ws, db_ws());
+      });
     } else {
-      constexpr int VEC = full_vec<S>();
-      const bool vectors = g.group % VEC == 0 && aligned(x, 16) && aligned(dy, 16) && aligned(dx, 16);
-      if (!(vectors && launch_rows_backward<S, A, VEC>(g, dy, x, mean, rstd, w, dx, centering, stream)) &&
-          !launch_rows_backward<S, A, 1>(g, dy, x, mean, rstd, w, dx, centering, stream)) {
-        const RowShape s = row_shape(g, 1);
-        large_group_backward<S, A><<<blocks_for(s.groups * kThreads), kThreads, 0, stream>>>(s, dy, x, mean, rstd, w,
-                                                                                             dx, centering);
+      const int vec = vector_width<S>(g.group, {x, dy, dx});
+      bool done = false;
+      with_vec<S>(vec, [&](auto V) {
+        constexpr int VEC = decltype(V)::value;
+        const RowPlan p = row_plan(g, VEC);
+        const dim3 blocks(static_cast<unsigned>(p.row_blocks * p.col_tiles));
+        const int items = p.chunks * VEC;
+        if (items > 32) return;
+        parts = p.row_blocks;
+        if (items <= 8) {
+          launch(rows_backward<S, A, VEC, (8 > VEC ? 8 : VEC)>, blocks, dim3(kThreads), 0, stream, p, dy, x, mean,
+                 rstd, w, dx, centering, dw_ws, db_ws(), g.channels);
+        } else {
+          launch(rows_backward<S, A, VEC, 32>, blocks, dim3(kThreads), 0, stream, p, dy, x, mean, rstd, w, dx,
+                 centering, dw_ws, db_ws(), g.channels);
+        }
+        done = true;
+      });
+      if (!done) {
+        const LargePlan p = large_plan(g);
+        parts = p.row_blocks;
+        launch(large_group_backward<S, A>, dim3(static_cast<unsigned>(p.row_blocks * p.groups_per_row)),
+               dim3(kThreads), 0, stream, p, dy, x, mean, rstd, w, dx, centering, dw_ws, db_ws(), g.channels);
       }
     }
   }
-  const int64_t chunks = std::max<int64_t>(1, chunks_for(g));
-  const int64_t rows = g.outer * g.inner, rows_per_chunk = std::max<int64_t>(1, (rows + chunks - 1) / chunks);
-  A* dw_partial = workspace;
-  A* db_partial = workspace + chunks * g.channels;
-  const dim3 grid(static_cast<unsigned>((g.channels + 31) / 32), static_cast<unsigned>(chunks));
-  param_partials<S, A><<<grid, dim3(32, 8), 0, stream>>>(g, rows_per_chunk, dy, x, mean, rstd, dw_partial, db_partial);
-  param_finish<A><<<static_cast<unsigned>((g.channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      g.channels, chunks, dw_partial, db_partial, dweight, dbias);
+  if (!params || g.channels == 0) return;
+  launch(param_finish<A>, dim3(static_cast<unsigned>(ceil_div(g.channels, kThreads))), dim3(kThreads), 0, stream,
+         g.channels, parts, workspace, db_ws(), dweight, dbias);
 }
 
 // The storage type kernels see for each element type of the header.
@@ -553,11 +849,16 @@ void backward(const Geometry& g, const T* dy, const T* x, const typename Acc<T>:
                                           static_cast<cudaStream_t>(stream));
 }
 
-int64_t workspace_elements(const Geometry& g) { return 2 * std::max<int64_t>(1, chunks_for(g)) * g.channels; }
+int64_t workspace_elements(const Geometry& g) { return 2 * max_parts(g) * std::max<int64_t>(1, g.channels); }
 
 const char* last_error() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? "" : cudaGetErrorString(e);
+}
+
+const char* synchronize(void* stream) {
+  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? last_error() : cudaGetErrorString(e);
 }
 
 #define PLN_INSTANTIATE(T)                                                                                     \
@@ -571,4 +872,5 @@ PLN_INSTANTIATE(half_t)
 PLN_INSTANTIATE(bfloat16_t)
 #undef PLN_INSTANTIATE
 
+}  // namespace PLN_CUDA_BUILD
 }  // namespace pln::cuda
