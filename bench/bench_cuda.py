@@ -11,6 +11,10 @@ scaled up to at least 256 MiB.
   copy       a device-to-device copy of the same tensor: the memory floor
 
 Ratios are times over the fused op's (over the copy's for `fused/copy`).
+Bandwidth: the bytes the pass must move at least (forward: read x, write y;
+forward+backward: that, then read x and dy and write dx; the copy: read and
+write the tensor) over its time, in TB/s and as a fraction of the GPU's peak
+(--peak-tbs, 4.8 for an H200), for the fused op and the copy.
 The goals (an H200, tensors of 256 MiB or more): forward at most 1.15x a copy
 for features-last layouts and 1.3x for NCHW; forward+backward at least 5x
 faster than composed.
@@ -127,6 +131,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small shapes, few repetitions (a smoke run)")
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile side")
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
+    parser.add_argument("--peak-tbs", type=float, default=4.8,
+                        help="the GPU's peak memory bandwidth in TB/s (4.8: an H200)")
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu for a smoke run of the script")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -137,8 +143,9 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "none (CPU smoke run)"
     header = (f"{device.type.upper()} {name}, torch {torch.__version__}, median of {args.reps} calls "
               f"({'CUDA events' if device.type == 'cuda' else 'wall clock'})\n\n"
-              "| shape | dtype | MiB | pass | fused ms | copy ms | fused/copy | composed | ln-view | compiled |\n"
-              "|---|---|---|---|---|---|---|---|---|---|\n")
+              "| shape | dtype | MiB | pass | fused ms | copy ms | fused/copy | composed | ln-view | compiled "
+              f"| fused TB/s (of {args.peak_tbs:g}) | copy TB/s |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     print(header, end="", flush=True)
     lines, goals = [], []
     for label, shape, c, g, dim in SHAPES:
@@ -156,9 +163,14 @@ def main():
                     pass_name = "fwd+bwd" if backward else "fwd"
                     ratio = {k: ms[k] / ms["fused"] for k in ms}
                     compiled = f"{ratio['compiled']:.2f}x" if "compiled" in ratio else "n/a"
+                    nbytes = x.numel() * itemsize
+                    fused_tbs = (5 if backward else 2) * nbytes / (ms["fused"] * 1e-3) / 1e12
+                    copy_tbs = 2 * nbytes / (ms["copy"] * 1e-3) / 1e12
                     line = (f"| {label.split(' ')[0]} {list(size)} g={g} | {str(dtype).split('.')[-1]} | {mib:.0f} | "
                             f"{pass_name} | {ms['fused']:.3f} | {ms['copy']:.3f} | {ms['fused'] / ms['copy']:.2f} | "
-                            f"{ratio['composed']:.2f}x | {ratio['ln-view']:.2f}x | {compiled} |")
+                            f"{ratio['composed']:.2f}x | {ratio['ln-view']:.2f}x | {compiled} | "
+                            f"{fused_tbs:.2f} ({fused_tbs / args.peak_tbs:.0%}) | "
+                            f"{copy_tbs:.2f} ({copy_tbs / args.peak_tbs:.0%}) |")
                     print(line, flush=True)
                     lines.append(line)
                     if mib >= 256 and not backward:

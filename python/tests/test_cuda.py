@@ -3,9 +3,16 @@ gradient in every layout, dtype (float32, float16, bfloat16, float64) and
 group size 1, 2, 4, 8, 16, 32 and C; groups too large for registers, odd
 sizes, misaligned and empty inputs; gradcheck and gradgradcheck in float64;
 deterministic dweight/dbias; opcheck, torch.compile and autocast on CUDA
-tensors. Skipped, saying why, where no GPU is visible. The fused kernels run
-with PLN_CUDA_KERNELS=1 (scripts/device-check sets it); without it the same
-tests check the composite path on CUDA tensors."""
+tensors; exactness at common offsets up to 1e4 against the CPU kernels; a
+run on a non-default stream; a bfloat16 tensor of more than 2^31 elements
+(PLN_DEVICE_CHECK_LARGE=1). The GPU tests are skipped, saying why, where no
+GPU is visible; the backward op's device checks run without one. The fused
+kernels run with PLN_CUDA_KERNELS=1 (scripts/device-check sets it); without
+it the same tests check the composite path on CUDA tensors.
+
+CI runs the kernels' arithmetic and indexing on the CPU through HIP-CPU
+(tests/cuda/test_kernels_on_cpu.cpp); what only a GPU shows (shuffle masks,
+32-lane warps, races, speed) is checked here."""
 
 import os
 
@@ -14,7 +21,7 @@ import torch
 
 import pln  # noqa: F401  (registers torch.ops.pln)
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device is visible")
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device is visible")
 
 C = 64
 LAYOUTS = {"nc": (48, C), "ntc": (4, 9, C), "nchw": (3, C, 5, 7), "nhwc": (3, 5, 7, C), "ncl": (3, C, 11)}
@@ -41,11 +48,12 @@ def run(x, w, b, dy, g, layout, device, dtype, centering=True):
     x = x.to(device, dtype).requires_grad_()
     w = w.to(device, dtype).requires_grad_()
     b = b.to(device, dtype).requires_grad_()
-    y = torch.ops.pln.parallel_ln(x, w, b, C, g, 1e-5, centering, layout)
+    y = torch.ops.pln.parallel_ln(x, w, b, w.numel(), g, 1e-5, centering, layout)
     y.backward(dy.to(device, dtype))
     return [t.detach().double().cpu() for t in (y, x.grad, w.grad, b.grad)]
 
 
+@gpu
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("g", GROUPS)
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -62,6 +70,7 @@ def test_matches_the_cpu_reference(layout, g, dtype, centering):
         torch.testing.assert_close(a, e, atol=tol * scale * (8 if name != "y" else 1), rtol=tol * 8, msg=name)
 
 
+@gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_channels_last_nchw(dtype):
     x, w, b, dy = inputs("nchw", dtype, channels_last=True)
@@ -84,6 +93,7 @@ def compare(shape, layout, c, g, dtype=torch.float32, centering=True, tol=2e-4, 
         torch.testing.assert_close(a, e, atol=tol * scale, rtol=tol, msg=name)
 
 
+@gpu
 @pytest.mark.parametrize("centering", [True, False])
 @pytest.mark.parametrize("shape,layout,c,g", [
     ((2, 4096), "nc", 4096, 4096),     # one block per row (forward and backward)
@@ -92,10 +102,12 @@ def compare(shape, layout, c, g, dtype=torch.float32, centering=True, tol=2e-4, 
     ((4, 3, 70), "ntc", 70, 35),
     ((2, 48, 3, 3), "nchw", 48, 48),   # NCHW groups beyond registers: passes over memory
 ])
+@gpu
 def test_large_and_odd_groups(shape, layout, c, g, centering):
     compare(shape, layout, c, g, centering=centering)
 
 
+@gpu
 def test_many_rows_reduce_dweight_over_several_chunks():
     """Enough rows that dweight/dbias sum several chunks' partials, in every layout."""
     compare((40000, 32), "nc", 32, 8, tol=1e-3)
@@ -103,6 +115,7 @@ def test_many_rows_reduce_dweight_over_several_chunks():
     compare((64, 24, 24, 32), "nhwc", 32, 8, tol=1e-3)
 
 
+@gpu
 def test_misaligned_and_empty_inputs():
     gen = torch.Generator().manual_seed(5)
     base = torch.randn(4 * C + 1, generator=gen)
@@ -118,6 +131,7 @@ def test_misaligned_and_empty_inputs():
     assert torch.equal(w.grad, torch.zeros(C, device="cuda"))
 
 
+@gpu
 @pytest.mark.parametrize("layout", ["nc", "nchw", "ntc"])
 def test_gradcheck_and_gradgradcheck_float64(layout):
     x, w, b, _ = inputs(layout, torch.float64)
@@ -132,6 +146,7 @@ def test_gradcheck_and_gradgradcheck_float64(layout):
     assert torch.autograd.gradgradcheck(f, (x, w, b))
 
 
+@gpu
 def test_parameter_gradients_are_deterministic():
     x, w, b, dy = inputs("nc", torch.float32)
     x = torch.randn(8192, C, dtype=torch.float64)
@@ -142,6 +157,7 @@ def test_parameter_gradients_are_deterministic():
         assert torch.equal(again[2], first[2]) and torch.equal(again[3], first[3])
 
 
+@gpu
 def test_fused_kernels_run_when_enabled():
     """With PLN_CUDA_KERNELS=1 the forward op has a CUDA kernel to run; without
     it, the forward op says how to enable one."""
@@ -154,6 +170,7 @@ def test_fused_kernels_run_when_enabled():
             torch.ops.pln.parallel_ln_forward(x, None, None, C, 8, layout="nc")
 
 
+@gpu
 def test_opcheck_on_cuda():
     from torch.library import opcheck
 
@@ -165,6 +182,7 @@ def test_opcheck_on_cuda():
         assert all(v == "SUCCESS" for v in result.values()), result
 
 
+@gpu
 def test_compiled_model_on_cuda_matches_eager():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, C, 3, padding=1), pln.ParallelLN(C, 8),
@@ -174,6 +192,7 @@ def test_compiled_model_on_cuda_matches_eager():
     torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
 
 
+@gpu
 def test_autocast_bf16_runs_in_the_activation_dtype():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, C, 3, padding=1), pln.ParallelLN(C, 8),
@@ -186,3 +205,87 @@ def test_autocast_bf16_runs_in_the_activation_dtype():
     norm = model[1]
     assert norm.weight.grad.dtype == torch.float32
     torch.testing.assert_close(y.float(), model(x), atol=0.1, rtol=0.05)
+
+
+@gpu
+@pytest.mark.parametrize("layout,shape,g", [("nc", (512, C), 8), ("nc", (64, 192), 96), ("nc", (8, 8192), 4096),
+                                            ("nchw", (4, C, 8, 8), 8), ("nchw", (4, 70, 4, 4), 35)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_common_offsets_stay_exact(layout, shape, g, dtype):
+    """x = offset + 0.1 randn: the shifted and re-centred kernels keep the
+    error of offset 0, within a small multiple of the CPU kernels' error."""
+    c = shape[1]
+    gen = torch.Generator().manual_seed(7)
+    w = torch.rand(c, generator=gen, dtype=torch.float64) + 0.5
+    b = torch.randn(c, generator=gen, dtype=torch.float64)
+    dy = torch.randn(shape, generator=gen, dtype=torch.float64)
+    noise = torch.randn(shape, generator=gen, dtype=torch.float64) * 0.1
+    floor = 4e-6 if dtype == torch.float32 else 1e-13
+    for offset in [0.0, 1e2, 1e3, 1e4]:
+        x = (offset + noise).to(dtype).double()
+        args = (w.to(dtype).double(), b.to(dtype).double(), dy.to(dtype).double())
+        ref = run(x, *args, g, layout, "cpu", torch.float64)
+
+        def error(got):
+            return [((a - e).abs().max() / e.abs().max()).item() for a, e in zip(got, ref)]
+
+        cpu = error(run(x, *args, g, layout, "cpu", dtype))
+        cuda = error(run(x, *args, g, layout, "cuda", dtype))
+        for name, e_cuda, e_cpu in zip(("y", "dx", "dweight", "dbias"), cuda, cpu):
+            assert e_cuda <= max(4 * e_cpu, floor), f"{name} at offset {offset}: {e_cuda:.2e} (CPU {e_cpu:.2e})"
+
+
+@gpu
+def test_non_default_stream():
+    """The kernels run on the current stream, not the default one."""
+    x, w, b, dy = inputs("nchw", torch.float32)
+    expected = run(x, w, b, dy, 8, "nchw", "cuda", torch.float32)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        got = run(x, w, b, dy, 8, "nchw", "cuda", torch.float32)
+    stream.synchronize()
+    for e, a in zip(expected, got):
+        assert torch.equal(a, e)
+
+
+@gpu
+@pytest.mark.skipif(os.environ.get("PLN_DEVICE_CHECK_LARGE") != "1",
+                    reason="a 2^31-element tensor: PLN_DEVICE_CHECK_LARGE=1 (scripts/device-check)")
+def test_more_than_2_31_elements_bfloat16():
+    """[2^26, 40] bfloat16, g = 8: 2.7e9 elements, past any 32-bit index."""
+    rows, c, g = 1 << 26, 40, 8
+    torch.manual_seed(0)
+    x = torch.randn(rows, c, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    w = (torch.rand(c, device="cuda") + 0.5).to(torch.bfloat16).requires_grad_()
+    b = torch.randn(c, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    y = torch.ops.pln.parallel_ln(x, w, b, c, g, 1e-5, True, "nc")
+    dy = torch.ones_like(y)
+    y.backward(dy)
+    # Rows at the start, the middle and past 2^31 elements, against the CPU reference.
+    for first in (0, rows // 2, rows - 1024):
+        sl = slice(first, first + 1024)
+        xs = x.detach()[sl].double().cpu().requires_grad_()
+        ys = torch.ops.pln.parallel_ln(xs, w.detach().double().cpu(), b.detach().double().cpu(), c, g, 1e-5, True, "nc")
+        ys.backward(dy[sl].double().cpu())
+        torch.testing.assert_close(y.detach()[sl].double().cpu(), ys.detach(), atol=3e-2, rtol=3e-2)
+        torch.testing.assert_close(x.grad[sl].double().cpu(), xs.grad, atol=3e-2, rtol=3e-2)
+    # dbias = sum of dy = rows; dweight = sum of xhat, about 0 against rows.
+    torch.testing.assert_close(b.grad.double().cpu(), torch.full((c,), float(rows), dtype=torch.float64), rtol=1e-2, atol=0)
+    assert w.grad.double().abs().max().item() < 1e-2 * rows
+
+
+def test_backward_checks_devices():
+    """grad_output, mean and rstd on another device than the input: a clear
+    error, not a raw pointer to another device's memory. Without a GPU, the
+    other device is the meta device (the dispatcher then runs the Meta kernel,
+    which makes the same checks)."""
+    other = "cuda" if torch.cuda.is_available() else "meta"
+    x = torch.randn(4, C, device=other if other == "cuda" else "cpu")
+    stats = torch.zeros(4 * C // 8, device=x.device)
+    dy = torch.randn(4, C, device=x.device)
+    elsewhere = "cpu" if other == "cuda" else "meta"
+    for position, name in [(0, "grad_output"), (2, "mean"), (3, "rstd")]:
+        args = [dy, x, stats, stats]
+        args[position] = args[position].to(elsewhere)
+        with pytest.raises(RuntimeError, match=f"{name} is on {elsewhere}.* but the input is on {x.device.type}"):
+            torch.ops.pln.parallel_ln_backward(*args, None, C, 8, 1e-5, True, "nc")

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <string>
+#include <utility>
 
 namespace pln::ops {
 
@@ -68,7 +69,15 @@ void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const 
 void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
                             const at::Tensor& mean, const at::Tensor& rstd,
                             const OptionalTensor& weight, const detail::GroupNormSpec& spec) {
-  check_tensors(input, weight, {}, spec);
+  check_tensors(input, weight, {}, spec);  // the weight's device too
+  // A kernel would take a tensor on another device as a raw pointer (an
+  // illegal address on a GPU): say which one is where.
+  const std::pair<const at::Tensor*, const char*> on_device[] = {
+      {&grad_output, "grad_output"}, {&mean, "mean"}, {&rstd, "rstd"}};
+  for (const auto& [t, name] : on_device) {
+    TORCH_CHECK(t->device() == input.device(), "pln::parallel_ln_backward: ", name, " is on ", t->device(),
+                " but the input is on ", input.device());
+  }
   TORCH_CHECK(grad_output.sym_sizes() == input.sym_sizes(), "pln::parallel_ln_backward: grad_output has shape ",
               grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "pln::parallel_ln_backward: grad_output has dtype ",
