@@ -289,3 +289,6 @@ def test_backward_checks_devices():
         args[position] = args[position].to(elsewhere)
         with pytest.raises(RuntimeError, match=f"{name} is on {elsewhere}.* but the input is on {x.device.type}"):
             torch.ops.pln.parallel_ln_backward(*args, None, C, 8, 1e-5, True, "nc")
+    weight = torch.ones(C, device=elsewhere)
+    with pytest.raises(RuntimeError, match=f"weight is on {elsewhere}.* but the input is on {x.device.type}"):
+        torch.ops.pln.parallel_ln_backward(dy, x, stats, stats, weight, C, 8, 1e-5, True, "nc")
