@@ -251,7 +251,7 @@ INSTANTIATE_TEST_SUITE_P(Networks, PinnDerivatives,
                          ::testing::Values(NetCase{"pln", "none", 1}, NetCase{"pls", "none", 1},
                                            NetCase{"ln", "none", 1}, NetCase{"none", "tanh", 1},
                                            NetCase{"none", "sigmoid", 1}, NetCase{"none", "sat", 1},
-                                           NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}),
+                                           NetCase{"none", "silu", 1}, NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}),
                          [](const ::testing::TestParamInfo<NetCase>& info) {
                            return info.param.norm + "_" + info.param.act + "_" + std::to_string(info.param.dim) + "d";
                          });
@@ -296,7 +296,7 @@ TEST(PinnNetwork, RejectsBadShapes) {
   EXPECT_NE(error_of([&] { spec.validate(); }).find("width (10) must be a positive multiple of group (4)"), std::string::npos);
   spec.width = 8;
   spec.act = "gelu";
-  EXPECT_NE(error_of([&] { spec.validate(); }).find("act must be one of none|tanh|relu|sigmoid|sat, got 'gelu'"), std::string::npos);
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("act must be one of none|tanh|relu|sigmoid|sat|silu, got 'gelu'"), std::string::npos);
 }
 
 TEST(Ntk, JacobianMatchesBruteForce) {

@@ -75,7 +75,7 @@ TEST(FourierNetwork, BadConfigurationsNameTheProblem) {
   EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"width=10", "group=4"})); })
                 .find("width (10) must be a positive multiple of group (4)"), std::string::npos);
   EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"layer=swish"})); })
-                .find("layer must be one of pln|pls|ln|relu|tanh|sigmoid|gelu|sat, got 'swish'"), std::string::npos);
+                .find("layer must be one of pln|pls|ln|relu|tanh|sigmoid|gelu|sat|silu, got 'swish'"), std::string::npos);
   EXPECT_NE(error_of([] { fourier::make_network(fourier_config({"K=8", "n_train=10"})); })
                 .find("n_train (10) cannot resolve K = 8 modes"), std::string::npos);
 }

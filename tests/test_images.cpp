@@ -12,7 +12,10 @@
 #include <images/models.h>
 
 #include <cmath>
+#include <fmt/format.h>
+
 #include <fstream>
+#include <set>
 
 namespace pln::exp {
 namespace {
@@ -49,7 +52,7 @@ TEST(ImageModels, BadSpecsNameTheProblem) {
   EXPECT_NE(error_of([] { images::make_cnn(1, 28, 8, 1, 10, {"gn", 4, "none", "channel"}); })
                 .find("norm must be one of pln|pls|ln|bn|none, got 'gn'"), std::string::npos);
   EXPECT_NE(error_of([] { images::make_cnn(1, 28, 8, 1, 10, {"pln", 4, "gelu", "channel"}); })
-                .find("act must be one of none|relu|tanh, got 'gelu'"), std::string::npos);
+                .find("act must be one of none|relu|tanh|sat|silu, got 'gelu'"), std::string::npos);
 }
 
 TEST(ImageRuns, SmokeRunPerRunner) {
@@ -84,34 +87,91 @@ TEST(ImageRuns, MissingDataIsAClearError) {
   fs::remove_all(dir);
 }
 
-TEST(ImagePlots, VggHeatMapFromRecords) {
-  const auto dir = fresh_dir("vgg-heat");
+TEST(ImageModels, SatAndSiluActivations) {
+  const auto x = torch::linspace(-4, 4, 17).reshape({1, 1, 1, 17});
+  for (const std::string act : {"sat", "silu"}) {
+    torch::nn::Sequential net;
+    images::add_conv_block(net, 1, 1, images::BlockSpec{"none", 1, act, "channel"}, 0, 17);
+    auto* conv = net[0]->as<torch::nn::Conv2d>();
+    torch::NoGradGuard no_grad;
+    conv->weight.zero_();
+    conv->weight.index_put_({0, 0, 1, 1}, 1.0);  // the identity convolution
+    conv->bias.zero_();
+    const auto y = net->forward(x);
+    const auto expected = act == "sat" ? torch::sin(torch::atan(x)) : x * torch::sigmoid(x);
+    EXPECT_TRUE(torch::allclose(y, expected, 1e-6, 1e-6)) << act << ": " << y;
+  }
+}
+
+// Records of a VGG grid, `seeds` runs a cell; accuracy = base + 0.1 * seed.
+CsvTable vgg_records(const std::vector<std::string>& variants, int seeds, double base) {
   CsvTable records;
-  records.header = {"cell", "variant", "lr", "init_scale", "labels", "train_acc", "test_acc"};
+  records.header = {"cell", "variant", "lr", "init_scale", "seed", "labels", "train_acc", "test_acc"};
   int cell = 0;
-  for (const char* variant : {"PLN[8]", "ReLU"}) {
+  for (const auto& variant : variants) {
     for (const char* lr : {"0.01", "0.1"}) {
       for (const char* scale : {"0.5", "1", "2"}) {
-        records.rows.push_back({std::to_string(cell++), variant, lr, scale, "clean", "0.5", "0.4"});
+        for (int seed = 0; seed < seeds; ++seed) {
+          records.rows.push_back({std::to_string(cell++), variant, lr, scale, std::to_string(seed), "clean", "0.9",
+                                  fmt::format("{}", base + 0.1 * seed)});
+        }
       }
     }
   }
-  find_experiment("vgg").plot_grid(dir, records, dir);
+  return records;
+}
+
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(ImagePlots, VggHeatMapIsTheSeedMeanOfTestAccuracy) {
+  const auto dir = fresh_dir("vgg-heat");
+  find_experiment("vgg").plot_grid(dir, vgg_records({"PLN(8)", "ReLU", "Tanh", "SAT", "SiLU"}, 3, 0.45), dir);
   EXPECT_TRUE(fs::exists(dir / "heatmap.png"));
   EXPECT_TRUE(fs::exists(dir / "heatmap.svg"));
   EXPECT_TRUE(fs::exists(dir / "accuracy.md"));
-  std::ifstream in(dir / "heatmap.md");
-  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(md.find("| variant | lr 0.01, init x0.5 | lr 0.01, init x1 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| PLN[8] | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 | 0.500 |"), std::string::npos) << md;
+  const auto md = read_text_file(dir / "heatmap.md");
+  // Test accuracies 0.45, 0.55, 0.65 over three seeds: the mean, 0.55, in every cell.
+  EXPECT_NE(md.find("(90 runs; 3 seeds a cell)"), std::string::npos) << md;
+  EXPECT_NE(md.find("**SiLU**\n\n| init scale \\ lr | 0.01 | 0.1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | 0.550 | 0.550 |\n| 1 | 0.550 | 0.550 |\n| 1/2 | 0.550 | 0.550 |"), std::string::npos) << md;
+  const auto sensitivity = read_text_file(dir / "sensitivity.md");
+  EXPECT_NE(sensitivity.find("| SAT | 0.550 | 0.000 | 0.000 | 6 |"), std::string::npos) << sensitivity;
+  fs::remove_all(dir);
+}
+
+TEST(ImagePlots, VggRecordsOfTheOldVariantsStillPlot) {
+  // The normalisation comparison's labels (the `cpu` grid's before Figure 4's panels).
+  const auto dir = fresh_dir("vgg-heat-old");
+  find_experiment("vgg").plot_grid(dir, vgg_records({"PLN[8]", "PLS[8]", "BN+ReLU"}, 1, 0.3), dir);
+  EXPECT_NE(read_text_file(dir / "heatmap.md").find("**BN+ReLU**"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ImagePlots, VggRecordsWithoutTheAxesSayWhy) {
+  const auto dir = fresh_dir("vgg-heat-bad");
+  CsvTable records;
+  records.header = {"cell", "variant", "labels", "train_acc", "test_acc"};
+  records.rows.push_back({"0", "PLN(8)", "clean", "0.5", "0.5"});
+  EXPECT_NE(error_of([&] { find_experiment("vgg").plot_grid(dir, records, dir); }).find("records.csv has no 'lr' column"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 
 TEST(ImagePlanners, CellCounts) {
-  EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "paper")).size(), 945u);
+  const auto vgg_paper = expand_grid(find_grid(find_experiment("vgg"), "paper"));
+  EXPECT_EQ(vgg_paper.size(), 945u);
+  std::set<std::string> panels;
+  for (const auto& cell : vgg_paper) panels.insert(cell.labels.at("variant"));
+  EXPECT_EQ(panels, (std::set<std::string>{"PLN(8)", "ReLU", "Tanh", "SAT", "SiLU"}));
+  EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "cpu")).size(), 630u);
+  EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "norms")).size(), 945u);
+  EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "norms-cpu")).size(), 30u);
   EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "bias")).size(), 108u);
   EXPECT_EQ(expand_grid(find_grid(find_experiment("fourier"), "paper")).size(), 1440u);
-  EXPECT_EQ(expand_grid(find_grid(find_experiment("pinn"), "table")).size(), 120u);
+  EXPECT_EQ(expand_grid(find_grid(find_experiment("pinn"), "table")).size(), 2160u);
 }
 
 }  // namespace

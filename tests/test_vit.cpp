@@ -142,7 +142,7 @@ TEST(VitModel, BadOptionsNameTheProblem) {
             std::string::npos);
   EXPECT_NE(options([](auto& o) { o.heads = 3; }).find("heads 3 must divide the width 128"), std::string::npos);
   EXPECT_NE(options([](auto& o) { o.patch = 5; }).find("patch 5 must divide the image size 28"), std::string::npos);
-  EXPECT_NE(options([](auto& o) { o.act = "tanh"; }).find("act must be gelu, relu or none, got 'tanh'"),
+  EXPECT_NE(options([](auto& o) { o.act = "tanh"; }).find("act must be gelu, relu, silu, sat or none, got 'tanh'"),
             std::string::npos);
   EXPECT_NE(options([](auto& o) { o.drop_path = 1.0; }).find("drop_path must be in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of([] { vit::size_defaults("huge"); }).find("size must be micro, tiny or small, got 'huge'"),

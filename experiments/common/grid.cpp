@@ -105,6 +105,12 @@ GridAxis integer_axis(const std::string& key, const std::vector<int64_t>& values
   return axis;
 }
 
+GridAxis string_axis(const std::string& key, const std::vector<std::string>& values) {
+  GridAxis axis{key, {}};
+  for (const auto& v : values) axis.values.push_back({v, Config{{key, v}}});
+  return axis;
+}
+
 std::vector<GridCell> expand_grid(const GridSpec& spec) {
   size_t total = 1;
   for (const auto& axis : spec.axes) {

@@ -26,6 +26,7 @@ struct GridCell {
 /// An axis setting one numeric key, labelled by its values.
 GridAxis number_axis(const std::string& key, const std::vector<double>& values);
 GridAxis integer_axis(const std::string& key, const std::vector<int64_t>& values);
+GridAxis string_axis(const std::string& key, const std::vector<std::string>& values);
 
 /// Cells in a fixed order: the last axis varies fastest.
 std::vector<GridCell> expand_grid(const GridSpec& spec);

@@ -26,7 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kLayers = {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat"};
+const std::vector<std::string> kLayers = {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat", "silu"};
 
 Config defaults() {
   return {{"layer", "pln"}, {"group", 4}, {"affine", true}, {"width", 256}, {"depth", 1},
@@ -80,6 +80,7 @@ torch::nn::AnyModule layer_module(const Setup& s, bool affine) {
   if (s.layer == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
   if (s.layer == "sigmoid") return torch::nn::AnyModule(torch::nn::Sigmoid());
   if (s.layer == "gelu") return torch::nn::AnyModule(torch::nn::GELU());
+  if (s.layer == "silu") return torch::nn::AnyModule(torch::nn::SiLU());
   return torch::nn::AnyModule(torch::nn::Functional([](torch::Tensor x) { return x * torch::rsqrt(1 + x * x); }));
 }
 

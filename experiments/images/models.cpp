@@ -26,6 +26,11 @@ torch::nn::AnyModule norm_module(int64_t channels, const BlockSpec& s, bool widt
 torch::nn::AnyModule activation(const std::string& act) {
   if (act == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
   if (act == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
+  if (act == "silu") return torch::nn::AnyModule(torch::nn::SiLU());
+  // SAT(x) = sin(arctan x) = x / sqrt(1 + x^2), the paper's smooth saturating activation.
+  if (act == "sat") {
+    return torch::nn::AnyModule(torch::nn::Functional([](const torch::Tensor& x) { return x * torch::rsqrt(1 + x * x); }));
+  }
   return torch::nn::AnyModule(torch::nn::Identity());
 }
 
@@ -35,8 +40,8 @@ void validate(const BlockSpec& s, int64_t width) {
   if (s.norm != "pln" && s.norm != "pls" && s.norm != "ln" && s.norm != "bn" && s.norm != "none") {
     throw std::invalid_argument("norm must be one of pln|pls|ln|bn|none, got '" + s.norm + "'");
   }
-  if (s.act != "none" && s.act != "relu" && s.act != "tanh") {
-    throw std::invalid_argument("act must be one of none|relu|tanh, got '" + s.act + "'");
+  if (s.act != "none" && s.act != "relu" && s.act != "tanh" && s.act != "sat" && s.act != "silu") {
+    throw std::invalid_argument("act must be one of none|relu|tanh|sat|silu, got '" + s.act + "'");
   }
   if (s.axis != "channel" && s.axis != "mixed") {
     throw std::invalid_argument("axis must be one of channel|mixed, got '" + s.axis + "'");

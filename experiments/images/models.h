@@ -20,7 +20,7 @@ namespace pln::exp::images {
 struct BlockSpec {
   std::string norm = "pln";  ///< pln | pls | ln | bn | none
   int64_t group = 8;
-  std::string act = "none";  ///< none | relu | tanh
+  std::string act = "none";  ///< none | relu | tanh | sat (x / sqrt(1 + x^2)) | silu
   std::string axis = "channel";  ///< channel | mixed
 };
 

@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -53,75 +55,155 @@ void plot_accuracy_table(const fs::path& dir, const CsvTable& t, const fs::path&
   write_file_atomic(out / "accuracy.md", "Final accuracies, median over seeds.\n\n" + md);
 }
 
-// Heat maps of the median final training accuracy over seeds: learning rate x init scale, one panel per variant.
+namespace {
+
+// Mean of the finite values (NaN when none).
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  int n = 0;
+  for (double v : values) {
+    if (std::isfinite(v)) sum += v, ++n;
+  }
+  return n ? sum / n : NAN;
+}
+
+std::string safe_name(const std::string& label) {
+  std::string safe;
+  for (char ch : label) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return safe;
+}
+
+std::string scale_label(double scale) {
+  // The init scales are powers of sqrt 2: 1/4, 1/(2 sqrt 2), ..., 4.
+  const double k = std::round(2 * std::log2(scale));
+  if (std::abs(std::pow(2.0, k / 2) - scale) > 1e-9 * scale) return fmt::format("{:g}", scale);
+  if (k == 0) return "1";
+  const bool whole = static_cast<int64_t>(std::abs(k)) % 2 == 0;
+  const std::string magnitude = whole ? fmt::format("{:g}", std::pow(2.0, std::abs(k) / 2))
+                                      : (std::abs(k) == 1 ? "sqrt2" : fmt::format("{:g}sqrt2", std::pow(2.0, (std::abs(k) - 1) / 2)));
+  return k > 0 ? magnitude : "1/" + magnitude;
+}
+
+}  // namespace
+
+// The paper's Figure 4: one heat map per variant (activation panel), learning
+// rate across, init scale up, each cell the mean final test accuracy over the
+// seeds (the test split serves as the validation set), one colour scale.
 void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
   plot_accuracy_table(dir, t, out);
-  if (!t.find("lr") || !t.find("init_scale") || !t.find("variant")) return;
+  for (const char* column : {"lr", "init_scale", "variant", "test_acc"}) {
+    if (!t.find(column)) {
+      throw std::runtime_error(fmt::format("{}: records.csv has no '{}' column, which the heat maps need "
+                                           "(a grid over variant, lr and init_scale)", dir.string(), column));
+    }
+  }
   std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells;
   std::vector<std::string> variants;
   std::set<double> lrs, scales;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const double lr = number_value(t.get(r, "lr")), scale = number_value(t.get(r, "init_scale"));
-    const double acc = number_value(t.get(r, "train_acc"));
-    if (!std::isfinite(lr) || !std::isfinite(scale) || !std::isfinite(acc)) continue;
+    if (!std::isfinite(lr) || !std::isfinite(scale)) continue;
     const auto v = t.get(r, "variant");
     if (!cells.count(v)) variants.push_back(v);
-    cells[v][{lr, scale}].push_back(acc);
+    cells[v][{lr, scale}].push_back(number_value(t.get(r, "test_acc")));
     lrs.insert(lr);
     scales.insert(scale);
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
-  // heatmap.md: the same medians as a table, a row per variant.
-  std::vector<std::string> columns = {"variant"};
-  for (double lr : lrs) {
-    for (double scale : scales) columns.push_back(fmt::format("lr {}, init x{}", lr, scale));
-  }
-  std::string md = "Median final training accuracy over seeds, per variant, learning rate and init scale.\n\n" +
-                   markdown_head(columns);
+  fs::create_directories(out);
+
+  // heatmap.md: per variant, init scale down the rows (largest on top, as drawn), learning rate across.
+  size_t runs = 0, min_seeds = SIZE_MAX, max_seeds = 0;
+  std::string tables;
   for (const auto& v : variants) {
-    md += "| " + v + " |";
-    for (double lr : lrs) {
-      for (double scale : scales) {
-        const double med = median(cells[v][{lr, scale}]);
-        md += std::isfinite(med) ? fmt::format(" {:.3f} |", med) : std::string(" - |");
+    std::vector<std::string> columns = {"init scale \\ lr"};
+    for (double lr : lrs) columns.push_back(fmt::format("{:g}", lr));
+    tables += "**" + v + "**\n\n" + markdown_head(columns);
+    for (auto it = scales.rbegin(); it != scales.rend(); ++it) {
+      tables += "| " + scale_label(*it) + " |";
+      for (double lr : lrs) {
+        const auto& accs = cells[v][{lr, *it}];
+        runs += accs.size();
+        min_seeds = std::min(min_seeds, accs.size());
+        max_seeds = std::max(max_seeds, accs.size());
+        const double m = mean_of(accs);
+        tables += std::isfinite(m) ? fmt::format(" {:.3f} |", m) : std::string(" - |");
       }
+      tables += "\n";
     }
-    md += "\n";
+    tables += "\n";
   }
-  std::filesystem::create_directories(out);
-  write_file_atomic(out / "heatmap.md", md);
+  const std::string seeds = min_seeds == max_seeds ? fmt::format("{}", min_seeds)
+                                                   : fmt::format("{} to {}", min_seeds, max_seeds);
+  write_file_atomic(out / "heatmap.md",
+                    fmt::format("Mean final test accuracy over seeds ({} runs; {} seeds a cell), per variant: "
+                                "init scale (times He) down, learning rate across.\n\n",
+                                runs, seeds) + tables);
+
+  // sensitivity.md: how much each variant's accuracy moves with the init scale.
+  std::string md = fmt::format(
+      "Sensitivity to the initialisation, from the mean accuracies of heatmap.md: for each learning rate, "
+      "the range (max - min) of accuracy over the {} init scales, then its mean and largest value over the {} "
+      "learning rates; and the cells that trained (accuracy at least 0.5) out of {}.\n\n",
+      scales.size(), lrs.size(), lrs.size() * scales.size());
+  md += markdown_head({"variant", "best cell", "mean range over init scales", "largest range", "cells >= 0.5"});
+  for (const auto& v : variants) {
+    double best = -1, range_sum = 0, range_max = 0;
+    int ranges = 0, trained = 0;
+    for (double lr : lrs) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (double scale : scales) {
+        const double m = mean_of(cells[v][{lr, scale}]);
+        if (!std::isfinite(m)) continue;
+        lo = std::min(lo, m), hi = std::max(hi, m), best = std::max(best, m);
+        trained += m >= 0.5;
+      }
+      if (hi >= lo) range_sum += hi - lo, range_max = std::max(range_max, hi - lo), ++ranges;
+    }
+    md += fmt::format("| {} | {:.3f} | {:.3f} | {:.3f} | {} |\n", v, best, ranges ? range_sum / ranges : NAN,
+                      range_max, trained);
+  }
+  write_file_atomic(out / "sensitivity.md", md);
+
   // Cells are drawn on index coordinates, labelled with the values, so every
   // (lr, scale) pair gets its own box whatever the spacing of the values.
   const auto data_dir = out / "plot-data";
-  std::filesystem::create_directories(data_dir);
+  fs::create_directories(data_dir);
+  std::string ytics;
+  int j = 0;
+  for (double scale : scales) ytics += fmt::format("{}'{}' {}", j ? ", " : "(", scale_label(scale), j), ++j;
+  ytics += ")";
   std::string body = fmt::format(
-      "set datafile separator ','\nset cbrange [0:1]\nset cbtics 0.2\nset cblabel 'training accuracy'\n"
-      "set xlabel 'learning rate'\nset ylabel 'init scale'\nset xtics {}\nset ytics {}\nset xrange [-0.5:{}]\n"
-      "set yrange [-0.5:{}]\nset multiplot layout 1,{} title 'median final training accuracy over seeds'\n",
-      tics_at_index({lrs.begin(), lrs.end()}), tics_at_index({scales.begin(), scales.end()}),
-      double(lrs.size()) - 0.5, double(scales.size()) - 0.5, variants.size());
-  for (const auto& v : variants) {
+      "set datafile separator ','\nset palette rgbformulae 22,13,-31\nset cbrange [0:1]\nset cbtics 0.2\n"
+      "set xlabel 'learning rate'\nset ylabel 'init scale (x He)'\nset xtics {} rotate by -45\nset ytics {}\n"
+      "set xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset size ratio -1\nunset colorbox\n"
+      "set multiplot layout 1,{} title 'mean final test accuracy over {} seeds a cell'\n",
+      tics_at_index({lrs.begin(), lrs.end()}), ytics, double(lrs.size()) - 0.5, double(scales.size()) - 0.5,
+      variants.size(), seeds);
+  for (size_t k = 0; k < variants.size(); ++k) {
+    const auto& v = variants[k];
     std::string csv;
     int i = 0;
     for (double lr : lrs) {
-      int j = 0;
+      int jj = 0;
       for (double scale : scales) {
-        const double med = median(cells[v][{lr, scale}]);
-        csv += fmt::format("{},{},{}\n", i, j++, std::isfinite(med) ? fmt::format("{}", med) : "NaN");
+        const double m = mean_of(cells[v][{lr, scale}]);
+        csv += fmt::format("{},{},{}\n", i, jj++, std::isfinite(m) ? fmt::format("{}", m) : "NaN");
       }
       ++i;
     }
-    std::string safe;
-    for (char ch : v) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    const auto file = data_dir / ("heat_" + safe + ".csv");
+    const auto file = data_dir / ("heat_" + safe_name(v) + ".csv");
     write_file_atomic(file, csv);
+    // One colour bar, on the last panel: every panel shares the scale [0, 1].
+    if (k + 1 == variants.size()) body += "set colorbox\nset cblabel 'test accuracy'\n";
+    if (k > 0) body += "unset ylabel\n";
     // Values in black on the bright (high) end of the palette, in white on the dark end.
     body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)):"
-                        "($3 > 0.6 ? 0 : 0xffffff) with labels tc rgb variable font ',9' notitle\n",
+                        "($3 > 0.6 ? 0 : 0xffffff) with labels tc rgb variable font ',8' notitle\n",
                         gnuplot_quote(v), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
-  render_figure(out / "heatmap", body, 400 * static_cast<int>(variants.size()), 420);
+  render_figure(out / "heatmap", body, 380 * static_cast<int>(variants.size()), 460);
 }
 
 }  // namespace pln::exp::images

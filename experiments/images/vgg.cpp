@@ -1,7 +1,9 @@
-// `pln vgg`: the CIFAR VGG-16 with a norm after every conv: PLN[8] as the only
-// nonlinearity, or BN/LN with ReLU/Tanh as baselines; He initialisation scaled
-// by init_scale. Its `paper` grid (945 cells) and the VGG-Bias study (108
-// cells) are meant for a cluster: `pln grid vgg --preset paper --emit slurm`.
+// `pln vgg`: the CIFAR VGG-16, each conv followed by a norm and an activation:
+// PLN(8) as the only nonlinearity, or an activation (ReLU, Tanh, SAT, SiLU)
+// with no norm, or BN/LN with ReLU/Tanh; He initialisation scaled by
+// init_scale. Its `paper` grid (the paper's Figure 4, 945 cells), `norms` and
+// the VGG-Bias study (108 cells) are meant for a cluster:
+// `pln grid vgg --preset paper --emit slurm`.
 
 #include "common/grid.h"
 #include "images/images.h"
@@ -25,7 +27,20 @@ Config variant(const std::string& norm, const std::string& act) {
   return {{"norm", norm}, {"group", 8}, {"act", act}};
 }
 
-GridAxis variants() {
+// The paper's Figure 4: one panel per activation layer of VGG-16. PLN(8) stands
+// where the activation would (no other nonlinearity); the other four have no
+// normalisation layer, which would hide the init-scale axis.
+GridAxis activation_panels() {
+  return {"variant",
+          {{"PLN(8)", variant("pln", "none")},
+           {"ReLU", variant("none", "relu")},
+           {"Tanh", variant("none", "tanh")},
+           {"SAT", variant("none", "sat")},
+           {"SiLU", variant("none", "silu")}}};
+}
+
+// This project's normalisation comparison (not a figure of the paper).
+GridAxis norm_variants() {
   return {"variant",
           {{"PLN[8]", variant("pln", "none")},
            {"PLS[8]", variant("pls", "none")},
@@ -34,7 +49,8 @@ GridAxis variants() {
            {"ReLU", variant("none", "relu")}}};
 }
 
-// The nine powers of sqrt 2 from 1/4 to 4; labels stay numeric, as records and heat maps read them.
+GridAxis learning_rates() { return number_axis("lr", {0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1}); }
+
 GridAxis init_scales() {
   std::vector<double> values;
   for (int k = -4; k <= 4; ++k) values.push_back(std::pow(2.0, k / 2.0));
@@ -56,7 +72,7 @@ GridAxis bias_study_models() {
 }  // namespace
 
 Experiment vgg_experiment() {
-  Experiment e("vgg", "VGG-16 with PLN[8] as the only nonlinearity, or BN/LN with ReLU/Tanh; He init x init_scale");
+  Experiment e("vgg", "VGG-16 with PLN(8) as the only nonlinearity, or ReLU/Tanh/SAT/SiLU, or BN/LN; He init x init_scale");
   e.defaults = images::image_defaults();
   e.defaults.update(Config{{"width", 64}, {"group", 8}, {"lr", 0.01}});
   e.presets = {{"smoke", {{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}}},
@@ -65,15 +81,24 @@ Experiment vgg_experiment() {
   e.run = vgg_run;
   e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
-  e.grids["smoke"] = {"PLN[8] and BN+ReLU VGG-16 (width 8) on 128 images", "smoke", Config::object(),
-                      {{"variant", {variants().values[0], variants().values[2]}}}};
-  e.grids["cpu"] = {"5 variants x lr {0.01, 0.1} x init scale {1/2, 1, 2}, width 16, 2,000 Fashion-MNIST images (30 cells)",
-                    "cpu", Config::object(),
-                    {variants(), number_axis("lr", {0.01, 0.1}), number_axis("init_scale", {0.5, 1.0, 2.0})}};
-  e.grids["paper"] = {"lr {0.001..1} x 9 init scales (1/4..4) x 5 variants x 3 seeds (945 cells), CIFAR-10",
+  e.grids["smoke"] = {"PLN(8) and SAT VGG-16 (width 8) on 128 images", "smoke", Config::object(),
+                      {{"variant", {activation_panels().values[0], activation_panels().values[3]}}}};
+  e.grids["paper"] = {"Figure 4: 5 activation panels (PLN(8), ReLU, Tanh, SAT, SiLU) x 7 lr (0.001..1) x "
+                      "9 init scales (1/4..4) x 3 seeds (945 cells), CIFAR-10",
                       "paper", Config::object(),
-                      {variants(), number_axis("lr", {0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1}), init_scales(),
-                       integer_axis("seed", {0, 1, 2})}};
+                      {activation_panels(), learning_rates(), init_scales(), integer_axis("seed", {0, 1, 2})}};
+  e.grids["cpu"] = {"Figure 4's panels and axes on 2 cores: 5 activation panels x 7 lr x 9 init scales x 2 seeds "
+                    "(630 cells), width 16, 2,000 Fashion-MNIST images",
+                    "cpu", Config::object(),
+                    {activation_panels(), learning_rates(), init_scales(), integer_axis("seed", {0, 1})}};
+  e.grids["norms"] = {"normalisation comparison: PLN[8], PLS[8], BN+ReLU, LN+ReLU, ReLU x 7 lr x 9 init scales x "
+                      "3 seeds (945 cells), CIFAR-10",
+                      "paper", Config::object(),
+                      {norm_variants(), learning_rates(), init_scales(), integer_axis("seed", {0, 1, 2})}};
+  e.grids["norms-cpu"] = {"5 variants x lr {0.01, 0.1} x init scale {1/2, 1, 2}, width 16, 2,000 Fashion-MNIST images "
+                          "(30 cells)",
+                          "cpu", Config::object(),
+                          {norm_variants(), number_axis("lr", {0.01, 0.1}), number_axis("init_scale", {0.5, 1.0, 2.0})}};
   e.grids["bias"] = {"VGG-Bias: ReLU/Tanh x {no norm, LN, BN} x bias init {0..2} x 3 seeds (108 cells), CIFAR-10",
                      "paper", Config::object(),
                      {bias_study_models(), number_axis("bias_init", {0, 0.01, 0.1, 0.5, 1, 2}),

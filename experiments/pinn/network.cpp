@@ -14,8 +14,8 @@ void NetSpec::validate() const {
   if (norm != "pln" && norm != "pls" && norm != "ln" && norm != "none") {
     throw std::invalid_argument("pinn: norm must be one of pln|pls|ln|none, got '" + norm + "'");
   }
-  if (act != "none" && act != "tanh" && act != "relu" && act != "sigmoid" && act != "sat") {
-    throw std::invalid_argument("pinn: act must be one of none|tanh|relu|sigmoid|sat, got '" + act + "'");
+  if (act != "none" && act != "tanh" && act != "relu" && act != "sigmoid" && act != "sat" && act != "silu") {
+    throw std::invalid_argument("pinn: act must be one of none|tanh|relu|sigmoid|sat|silu, got '" + act + "'");
   }
   if ((norm == "pln" || norm == "pls") && (group < 1 || width % group != 0)) {
     throw std::invalid_argument(fmt::format(
@@ -55,6 +55,7 @@ torch::Tensor PinnNetImpl::activate(const torch::Tensor& z) const {
   if (a == "relu") return torch::relu(z);
   if (a == "sigmoid") return torch::sigmoid(z);
   if (a == "sat") return z * torch::rsqrt(1 + z * z);
+  if (a == "silu") return z * torch::sigmoid(z);
   return z;
 }
 
@@ -91,6 +92,13 @@ torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet) {
     value = z * q;
     d1 = q * q * q;
     d2 = -3 * z * d1 * q * q;
+  } else if (act == "silu") {
+    // silu = z s, s = sigmoid(z): silu' = s + z s (1 - s), silu'' = s (1 - s) (2 + z (1 - 2 s)).
+    const auto s = torch::sigmoid(z);
+    const auto ds = s * (1 - s);
+    value = z * s;
+    d1 = s + z * ds;
+    d2 = ds * (2 + z * (1 - 2 * s));
   } else {
     throw std::invalid_argument("pinn: unknown activation '" + act + "'");
   }

@@ -27,7 +27,7 @@ struct NetSpec {
   int64_t depth = 3;
   std::string norm = "pln";  ///< pln | pls | ln | none
   int64_t group = 4;         ///< features per group for pln and pls
-  std::string act = "none";  ///< none | tanh | relu | sigmoid | sat
+  std::string act = "none";  ///< none | tanh | relu | sigmoid | sat | silu
   double eps = 1e-5;
 
   /// Throws std::invalid_argument naming the field.

@@ -36,6 +36,10 @@ void truncated_normal_(torch::Tensor& t, double std) {
 torch::nn::AnyModule make_activation(const std::string& act) {
   if (act == "gelu") return torch::nn::AnyModule(torch::nn::GELU());
   if (act == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
+  if (act == "silu") return torch::nn::AnyModule(torch::nn::SiLU());
+  if (act == "sat") {
+    return torch::nn::AnyModule(torch::nn::Functional([](const torch::Tensor& x) { return x * torch::rsqrt(1 + x * x); }));
+  }
   return torch::nn::AnyModule(torch::nn::Identity());
 }
 
@@ -99,8 +103,8 @@ void validate(const ViTOptions& o) {
     throw std::invalid_argument(
         fmt::format("vit: patch {} must divide the image size {}", o.patch, o.image_size));
   }
-  if (o.act != "gelu" && o.act != "relu" && o.act != "none") {
-    throw std::invalid_argument(fmt::format("vit: act must be gelu, relu or none, got '{}'", o.act));
+  if (o.act != "gelu" && o.act != "relu" && o.act != "silu" && o.act != "sat" && o.act != "none") {
+    throw std::invalid_argument(fmt::format("vit: act must be gelu, relu, silu, sat or none, got '{}'", o.act));
   }
   if (!(o.drop_path >= 0.0 && o.drop_path < 1.0)) {
     throw std::invalid_argument(fmt::format("vit: drop_path must be in [0, 1), got {}", o.drop_path));

@@ -49,7 +49,7 @@ struct ViTOptions {
   int64_t heads = 4;
   int64_t mlp_ratio = 4;
   NormSites norms;
-  std::string act = "gelu";  ///< gelu | relu | none
+  std::string act = "gelu";  ///< gelu | relu | silu | sat | none
   double drop_path = 0.0;    ///< stochastic depth rate of the last block; linear from 0 over blocks
 };
 
