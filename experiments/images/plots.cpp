@@ -133,23 +133,26 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     }
     tables += "\n";
   }
-  const std::string seeds = min_seeds == max_seeds ? fmt::format("{}", min_seeds)
-                                                   : fmt::format("{} to {}", min_seeds, max_seeds);
+  const std::string seeds = min_seeds == max_seeds ? fmt::format("{} seed{}", min_seeds, min_seeds == 1 ? "" : "s")
+                                                   : fmt::format("{} to {} seeds", min_seeds, max_seeds);
   write_file_atomic(out / "heatmap.md",
-                    fmt::format("Mean final test accuracy over seeds ({} runs; {} seeds a cell), per variant: "
+                    fmt::format("Mean final test accuracy over seeds ({} runs; {} a cell), per variant: "
                                 "init scale (times He) down, learning rate across.\n\n",
                                 runs, seeds) + tables);
 
-  // sensitivity.md: how much each variant's accuracy moves with the init scale.
+  // sensitivity.md: how much each variant's accuracy moves with the init
+  // scale, at the learning rates where it trains at some init scale.
   std::string md = fmt::format(
-      "Sensitivity to the initialisation, from the mean accuracies of heatmap.md: for each learning rate, "
-      "the range (max - min) of accuracy over the {} init scales, then its mean and largest value over the {} "
-      "learning rates; and the cells that trained (accuracy at least 0.5) out of {}.\n\n",
-      scales.size(), lrs.size(), lrs.size() * scales.size());
-  md += markdown_head({"variant", "best cell", "mean range over init scales", "largest range", "cells >= 0.5"});
+      "Sensitivity to the initialisation, from the mean accuracies of heatmap.md. A cell trained if its accuracy "
+      "is at least 0.5. At each learning rate where some init scale trained, the range (max - min) of accuracy "
+      "over the {} init scales; its mean and largest value over those learning rates.\n\n",
+      scales.size());
+  md += markdown_head({"variant", "best cell", fmt::format("cells trained (of {})", lrs.size() * scales.size()),
+                       fmt::format("learning rates that train (of {})", lrs.size()), "mean range there",
+                       "largest range there"});
   for (const auto& v : variants) {
     double best = -1, range_sum = 0, range_max = 0;
-    int ranges = 0, trained = 0;
+    int training_lrs = 0, trained = 0;
     for (double lr : lrs) {
       double lo = INFINITY, hi = -INFINITY;
       for (double scale : scales) {
@@ -158,10 +161,11 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
         lo = std::min(lo, m), hi = std::max(hi, m), best = std::max(best, m);
         trained += m >= 0.5;
       }
-      if (hi >= lo) range_sum += hi - lo, range_max = std::max(range_max, hi - lo), ++ranges;
+      if (hi >= 0.5) range_sum += hi - lo, range_max = std::max(range_max, hi - lo), ++training_lrs;
     }
-    md += fmt::format("| {} | {:.3f} | {:.3f} | {:.3f} | {} |\n", v, best, ranges ? range_sum / ranges : NAN,
-                      range_max, trained);
+    md += training_lrs ? fmt::format("| {} | {:.3f} | {} | {} | {:.3f} | {:.3f} |\n", v, best, trained, training_lrs,
+                                     range_sum / training_lrs, range_max)
+                       : fmt::format("| {} | {:.3f} | 0 | 0 | - | - |\n", v, best);
   }
   write_file_atomic(out / "sensitivity.md", md);
 
@@ -177,7 +181,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
       "set datafile separator ','\nset palette rgbformulae 22,13,-31\nset cbrange [0:1]\nset cbtics 0.2\n"
       "set xlabel 'learning rate'\nset ylabel 'init scale (x He)'\nset xtics {} rotate by -45\nset ytics {}\n"
       "set xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset size ratio -1\nunset colorbox\n"
-      "set multiplot layout 1,{} title 'mean final test accuracy over {} seeds a cell'\n",
+      "set multiplot layout 1,{} title 'mean final test accuracy, {} a cell'\n",
       tics_at_index({lrs.begin(), lrs.end()}), ytics, double(lrs.size()) - 0.5, double(scales.size()) - 0.5,
       variants.size(), seeds);
   for (size_t k = 0; k < variants.size(); ++k) {
