@@ -414,10 +414,10 @@ def test_converted_model_trains_under_torch_compile():
 def test_convert_timm_vit_and_convnext():
     timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
     torch.manual_seed(0)
-    vit = timm.models.VisionTransformer(img_size=16, patch_size=8, embed_dim=32, depth=2, num_heads=2,
+    vit = timm.models.VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
                                         num_classes=5)
-    convnext = timm.models.ConvNeXt(depths=(1, 1), dims=(16, 32), num_classes=5, drop_path_rate=0.0)
-    x = torch.randn(2, 3, 16, 16)
+    convnext = timm.models.ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 8, 16, 16), num_classes=5, drop_path_rate=0.0)
+    x = torch.randn(2, 3, 32, 32)
     for model in (vit, convnext):
         model = randomise_norms(model).eval()
         before = copy.deepcopy(model)
@@ -447,3 +447,41 @@ def test_convert_hugging_face_model_from_config():
     with torch.no_grad():
         torch.testing.assert_close(model(ids).last_hidden_state, before(ids).last_hidden_state,
                                    atol=1e-4, rtol=1e-4)
+
+
+# ------------------------------------------------ generated inputs (Hypothesis) ---
+
+def test_functional_on_generated_shapes_strides_and_views():
+    """Shapes, group sizes, transposed and sliced views nobody chose, against the reference."""
+    hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (scripts/venv installs it)")
+    st = hypothesis.strategies
+
+    @hypothesis.settings(max_examples=60, deadline=None, derandomize=True)
+    @hypothesis.given(groups=st.integers(1, 4), g=st.sampled_from([1, 2, 3, 8]),
+                      lead=st.lists(st.integers(1, 4), min_size=0, max_size=3),
+                      view=st.sampled_from(["contiguous", "transposed", "sliced", "expanded"]),
+                      first=st.booleans(), centering=st.booleans(), affine=st.booleans())
+    def check(groups, g, lead, view, first, centering, affine):
+        c = groups * g
+        if first:
+            lead = lead or [2]
+            shape = [lead[0], c] + lead[1:]
+        else:
+            shape = lead + [c]
+        if view == "transposed" and len(shape) >= 2:
+            x = torch.randn(shape[::-1]).permute(*range(len(shape) - 1, -1, -1))
+        elif view == "sliced":
+            x = torch.randn(shape[:-1] + [shape[-1] * 2])[..., ::2]
+        elif view == "expanded" and len(shape) >= 2:
+            x = torch.randn([1] + shape[1:]).expand(shape)
+        else:
+            x = torch.randn(shape)
+        assert list(x.shape) == shape
+        w, b = params(c) if affine else (None, None)
+        axis = 1 if first else -1
+        layout = "features_first" if first else "features_last"
+        fn = PF.parallel_ln if centering else PF.pls
+        y = fn(x, g, w, b, layout=layout)
+        torch.testing.assert_close(y, reference(x, g, w, b, centering=centering, axis=axis), atol=1e-4, rtol=1e-4)
+
+    check()
