@@ -96,13 +96,32 @@ def _transformed(*tensors: Optional[Tensor]) -> bool:
     return False
 
 
+def _onnx_exporting() -> bool:
+    """Inside torch.onnx.export (dynamo=True as well): the formulas as ATen
+    operations, which the exporter writes as standard ONNX operators, so that
+    torch.onnx.export needs nothing but ``import pln`` (pln.onnx translates
+    torch.ops.pln.* called directly)."""
+    onnx = getattr(torch, "onnx", None)
+    return bool(onnx is not None and hasattr(onnx, "is_in_onnx_export") and onnx.is_in_onnx_export())
+
+
 def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_per_group: int,
-               eps: float, centering: bool, p: float, q: Optional[float], axis: int) -> Tensor:
+               eps: float, centering: bool, p: float, q: Optional[float], axis: int,
+               layer_norm: bool = False) -> Tensor:
     """The operator's formula in ATen operations, differentiable to any order
     and in forward mode (the reference the fused operators are tested against)."""
     x = input.movedim(axis, -1)
     shape = x.shape
     g = x.reshape(*shape[:-1], shape[-1] // num_per_group, num_per_group)
+    if layer_norm and centering and p == 2 and q in (None, 2.0):
+        # ONNX export: the exporter turns this into one LayerNormalization.
+        # (Not for torch.func: ATen's layer_norm has wrong third derivatives.)
+        y = torch.nn.functional.layer_norm(g, (num_per_group,), eps=eps).reshape(shape)
+        if weight is not None:
+            y = y * weight.reshape(-1)
+        if bias is not None:
+            y = y + bias.reshape(-1)
+        return y.movedim(-1, axis)
     xc = g - g.mean(-1, keepdim=True) if centering else g
     if q is None:  # parallel_ln
         stat = xc.pow(2).mean(-1, keepdim=True) if p == 2 else xc.abs().pow(p).mean(-1, keepdim=True)
@@ -133,15 +152,16 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
         else:
             num_features = int(input.shape[axis])
             _check_group(num_features, num_per_group)
-    elif not wrong_rank and int(input.shape[axis]) != num_features and _transformed(input):
+    elif not wrong_rank and int(input.shape[axis]) != num_features and (_onnx_exporting() or _transformed(input)):
         raise RuntimeError(f"pln: expected {num_features} features on axis {axis} of the input, "
                            f"got {int(input.shape[axis])} (input shape {tuple(input.shape)})")
-    if _transformed(input, weight, bias):
+    exporting = _onnx_exporting()
+    if exporting or _transformed(input, weight, bias):
         if wrong_rank:
             raise ValueError(f"pln: layout {layout} expects a {_FIXED[layout][0]}-D input, "
                              f"got a {input.dim()}-D input of shape {tuple(input.shape)}")
         return _composite(input, weight, bias, num_per_group, float(eps), bool(centering), float(p),
-                          None if q is None else float(q), axis)
+                          None if q is None else float(q), axis, layer_norm=exporting)
     x, op_layout = _as_op_layout(input, layout)
     if q is None:
         y = torch.ops.pln.parallel_ln(x, weight, bias, num_features, num_per_group, float(eps),

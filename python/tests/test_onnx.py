@@ -53,14 +53,38 @@ CASES = {
 }
 
 
+class Direct(torch.nn.Module):
+    """Calls torch.ops.pln.* itself, as code that does not use the modules does:
+    the exported graph holds the pln operators, which pln.onnx translates."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x):
+        n = self.norm
+        if isinstance(n, pln.PQNorm):
+            return torch.ops.pln.pq_norm(x, n.weight, n.bias, n.num_features, n.num_per_group, float(n.p),
+                                         float(n.q), n.eps, n.centering, n.layout)
+        return torch.ops.pln.parallel_ln(x, n.weight, n.bias, n.num_features, n.num_per_group, n.eps,
+                                         n.centering, n.layout, float(n.p))
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["operator", "module"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_export_is_standard_onnx_and_matches_eager(case, tmp_path):
+def test_export_is_standard_onnx_and_matches_eager(case, direct, tmp_path):
     make, shape, axis, expected_ops = CASES[case]
+    if direct and case == "features_last_rank4":
+        pytest.skip("the operators' features-last layouts are 2-D and 3-D")
     torch.manual_seed(0)
-    model = randomised(Net(make(), axis)).eval()
+    norm = make()
+    model = randomised(Net(Direct(norm) if direct else norm, axis)).eval()
     x = torch.randn(shape) * 2 + 0.5
     batch = torch.export.Dim("batch", min=1, max=64)
     program = pln.onnx.export(model, (x,), dynamic_shapes=({0: batch},))
+    if direct:  # the operators reached the exporter and were translated
+        targets = {str(n.target) for n in program.exported_program.graph.nodes}
+        assert targets & {"pln.parallel_ln.default", "pln.pq_norm.default"}, targets
     path = tmp_path / f"{case}.onnx"
     program.save(str(path))
     graph = onnx.load(str(path))
@@ -70,7 +94,11 @@ def test_export_is_standard_onnx_and_matches_eager(case, tmp_path):
         nodes += list(function.node)
     domains = {n.domain for n in nodes}
     assert domains <= {"", "ai.onnx"}, domains  # no custom-domain node: any runtime runs it
-    assert expected_ops <= {n.op_type for n in nodes}, sorted({n.op_type for n in nodes})
+    ops = {n.op_type for n in nodes}
+    if direct:  # the translations' own operators
+        assert expected_ops <= ops, sorted(ops)
+    elif "LayerNormalization" in expected_ops:  # the modules' formula, through ATen's layer_norm
+        assert "LayerNormalization" in ops, sorted(ops)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     for n in (shape[0], 1, 7):  # the dynamic batch size
@@ -82,7 +110,7 @@ def test_export_is_standard_onnx_and_matches_eager(case, tmp_path):
 
 
 def test_translation_table_with_torch_onnx_export(tmp_path):
-    model = randomised(pln.ParallelLN(C, 4, dim=3)).eval()
+    model = randomised(Direct(pln.ParallelLN(C, 4, dim=3))).eval()
     x = torch.randn(2, 3, C)
     program = torch.onnx.export(model, (x,), dynamo=True,
                                 custom_translation_table=pln.onnx.translation_table())
@@ -110,3 +138,28 @@ def test_export_arguments_the_translations_cannot_serve():
         pln.onnx.export(model, (torch.randn(2, C),), opset_version=16)
     with pytest.raises(ValueError, match="need the dynamo exporter"):
         pln.onnx.export(model, (torch.randn(2, C),), dynamo=False)
+
+
+@pytest.mark.parametrize("case", ["ntc", "nchw", "pq_ntc"])
+def test_plain_torch_onnx_export_needs_only_import_pln(case, tmp_path):
+    """Without the translation table: inside torch.onnx.export the modules and
+    pln.functional write their formulas as ATen operations, which the exporter
+    translates into standard ONNX operators (LayerNormalization where it fits)."""
+    make, shape, axis, expected_ops = CASES[case]
+    model = randomised(Net(make(), axis)).eval()
+    x = torch.randn(shape) * 2 + 0.5
+    program = torch.onnx.export(model, (x,), dynamo=True,
+                                dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=64)},))
+    path = tmp_path / "m.onnx"
+    program.save(str(path))
+    graph = onnx.load(str(path))
+    ops = {n.op_type for n in graph.graph.node} | {n.op_type for f in graph.functions for n in f.node}
+    assert {n.domain for n in graph.graph.node} <= {"", "ai.onnx"}
+    if case == "ntc":
+        assert "LayerNormalization" in ops, ops
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for n in (shape[0], 5):
+        xi = torch.randn((n,) + tuple(shape[1:]))
+        (got,) = session.run(None, {session.get_inputs()[0].name: xi.numpy()})
+        with torch.no_grad():
+            torch.testing.assert_close(torch.from_numpy(got), model(xi), atol=2e-5, rtol=2e-5)

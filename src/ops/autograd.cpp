@@ -32,6 +32,18 @@ bool wants_grad(const Tensors&... tensors) {
   return at::GradMode::is_enabled() && (requires_grad(tensors) || ...);
 }
 
+bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
+bool has_tangent(const OptionalTensor& t) { return t.has_value() && has_tangent(*t); }
+
+// Whether forward-mode AD (dual tensors, torch.func.jvp and jacfwd) carries a
+// tangent on an input. ParallelLNFunction has no forward formula (and the
+// kernels below autograd would drop the tangent silently): such calls run the
+// composite ATen ops, whose forward-mode formulas autograd has.
+template <typename... Tensors>
+bool wants_tangent(const Tensors&... tensors) {
+  return (has_tangent(tensors) || ...);
+}
+
 class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> {
  public:
   // LibTorch 1.13's Function::apply cannot take undefined tensors: an absent
@@ -94,6 +106,11 @@ at::Tensor placeholder(const OptionalTensor& t, const at::Tensor& input) {
 at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                        int64_t num_features, int64_t num_per_group, double eps, bool centering,
                        c10::string_view layout, double p) {
+  if (wants_tangent(input, weight, bias)) {
+    const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, p);
+    check_tensors(input, weight, bias, spec);
+    return detail::composite_forward(input, spec, value_or_undefined(weight), value_or_undefined(bias));
+  }
   if (!wants_grad(input, weight, bias)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
@@ -114,7 +131,7 @@ at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const 
   if (p == 2.0 && q == 2.0) {
     return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
   }
-  if (!wants_grad(input, weight, bias)) {
+  if (!wants_grad(input, weight, bias) && !wants_tangent(input, weight, bias)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return ops::pq_norm(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
   }
@@ -136,13 +153,14 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
                              const OptionalTensor& weight, int64_t num_features,
                              int64_t num_per_group, double eps, bool centering,
                              c10::string_view layout) {
-  if (!wants_grad(grad_output, input, weight)) {
+  if (!wants_grad(grad_output, input, weight) && !wants_tangent(grad_output, input, weight)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return ops::parallel_ln_backward(grad_output, input, mean, rstd, weight, num_features, num_per_group,
                                      eps, centering, layout);
   }
-  // A graph of the gradient is wanted: the composite formulas, which autograd
-  // differentiates (the statistics are recomputed from the input).
+  // A graph of the gradient (or its tangent) is wanted: the composite
+  // formulas, which autograd differentiates (the statistics are recomputed
+  // from the input).
   const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
   check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
   auto g = detail::composite_backward(grad_output, input, value_or_undefined(weight), spec,
