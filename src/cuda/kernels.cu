@@ -356,9 +356,12 @@ __global__ void rows_backward(RowPlan p, const S* __restrict__ dy, const S* __re
   auto channel = [&](int i) { return channel0 + item_offset<VEC>(i / VEC, i % VEC, seat.lane, p.lanes); };
   if (p.rows_per_pass == 1) {
     if (seat.has_col) {
-      for (int i = 0; i < items; ++i) {
-        dw_ws[ws_row + channel(i)] = dw_acc[i];
-        db_ws[ws_row + channel(i)] = db_acc[i];
+#pragma unroll
+      for (int i = 0; i < MAX_ITEMS; ++i) {  // constant indices: the partials stay in registers
+        if (i < items) {
+          dw_ws[ws_row + channel(i)] = dw_acc[i];
+          db_ws[ws_row + channel(i)] = db_acc[i];
+        }
       }
     }
     return;
