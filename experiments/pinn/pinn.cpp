@@ -266,6 +266,23 @@ GridAxis table_models() {
            {"ReLU", model("none", 4, "relu")}}};
 }
 
+// The long stage of the CPU search: each Table 1 model with its best
+// configuration of the coarse stage (`table-cpu`, the lowest relative L2
+// error over its 18 cells; records in results/pinn-table-cpu/).
+GridAxis long_stage_models() {
+  const auto best = [](const std::string& norm, const std::string& act, int64_t depth, double bc_weight,
+                       const std::string& optimizer) {
+    Config c = model(norm, 4, act);
+    c.update(Config{{"depth", depth}, {"bc_weight", bc_weight}, {"optimizer", optimizer}, {"lr", 1e-3}});
+    return c;
+  };
+  return {"model",
+          {{"PLN(4)", best("pln", "none", 2, 10, "adam")},
+           {"SAT", best("none", "sat", 3, 10, "adam")},
+           {"Tanh", best("none", "tanh", 2, 10, "adam")},
+           {"ReLU", best("none", "relu", 2, 0.1, "adam")}}};
+}
+
 std::map<std::string, GridSpec> grids() {
   std::map<std::string, GridSpec> g;
   g["smoke"] = {"LN-Net vs PLN(4)-Net, tiny, for tests", "smoke", Config::object(),
@@ -294,6 +311,10 @@ std::map<std::string, GridSpec> grids() {
                     {table_models(), integer_axis("width", {128}), integer_axis("depth", {2, 3, 4}),
                      number_axis("bc_weight", {10, 1, 0.1}), string_axis("optimizer", {"adam", "sgd"}),
                      number_axis("lr", {1e-3}), integer_axis("seed", {0})}};
+  g["table-cpu-long"] = {"Table 1's search on 2 cores, long stage: each model's best table-cpu configuration x "
+                         "widths 128, 256, 10,000 steps, 500 points (8 cells)",
+                         "cpu", Config{{"steps", 10000}, {"n_interior", 500}, {"ntk_every", 0}, {"eval_every", 500}},
+                         {long_stage_models(), integer_axis("width", {128, 256}), integer_axis("seed", {0})}};
   g["table2d"] = {"the 2-D Helmholtz problem: 5 models x widths 128, 256 x 3 learning rates x 3 seeds",
                   "paper", Config{{"problem", "helmholtz2d"}, {"n_boundary", 400}},
                   {models(), integer_axis("width", {128, 256}), number_axis("lr", {3e-4, 1e-3, 3e-3}),
