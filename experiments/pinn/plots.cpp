@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace pln::exp::pinn {
@@ -140,6 +141,49 @@ void write_comparison(const Best& b, const CsvTable& t, const fs::path& out) {
   write_file_atomic(out / "comparison.md", md);
 }
 
+// search.md, for grids that vary the search axes: the best error of each
+// model and width at each (depth, loss weight, optimiser, learning rate).
+void write_search_table(const CsvTable& t, const fs::path& out) {
+  const std::vector<std::string> axes = {"depth", "bc_weight", "optimizer", "lr"};
+  bool varies = false;
+  for (const auto& axis : axes) {
+    std::set<std::string> values;
+    for (size_t r = 0; r < t.rows.size(); ++r) values.insert(t.get(r, axis));
+    varies = varies || values.size() > 1;
+  }
+  if (!varies) return;
+  std::vector<std::string> configs, columns;
+  std::map<std::pair<std::string, std::string>, std::pair<double, bool>> best;  // (config, column) -> (err, diverged)
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const auto config = fmt::format("{} | {} | {} | {}", t.get(r, "depth"), t.get(r, "bc_weight"), t.get(r, "optimizer"),
+                                    t.get(r, "lr"));
+    const auto column = fmt::format("{}, width {}", model_of(t, r), t.get(r, "width"));
+    if (std::find(configs.begin(), configs.end(), config) == configs.end()) configs.push_back(config);
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) columns.push_back(column);
+    const double err = number_value(t.get(r, "rel_l2"));
+    const double diverged_at = number_value(t.get(r, "diverged_at"));
+    const bool diverged = std::isfinite(diverged_at) && diverged_at >= 0;
+    auto& b = best.try_emplace({config, column}, std::numeric_limits<double>::infinity(), true).first->second;
+    if (!diverged && err < b.first) b = {err, false};
+  }
+  std::string md = "Best relative L2 error of each model and width (over seeds) at each setting of the search's "
+                   "other axes; \"diverged\" where every run of the setting diverged.\n\n";
+  std::vector<std::string> head = {"depth", "bc weight", "optimizer", "lr"};
+  head.insert(head.end(), columns.begin(), columns.end());
+  md += markdown_head(head);
+  for (const auto& config : configs) {
+    md += "| " + config + " |";
+    for (const auto& column : columns) {
+      const auto it = best.find({config, column});
+      md += it == best.end()         ? std::string(" - |")
+            : it->second.second      ? std::string(" diverged |")
+                                     : fmt::format(" {:.2e} |", it->second.first);
+    }
+    md += "\n";
+  }
+  write_file_atomic(out / "search.md", md);
+}
+
 std::vector<std::pair<std::string, std::string>> curve_cells(const Best& b) {
   std::vector<std::pair<std::string, std::string>> cells;
   for (const auto& m : b.models) {
@@ -203,6 +247,7 @@ void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
                     "(over every configuration of the grid).\n\n" + md);
   write_file_atomic(out / "table.csv", csv);
   write_comparison(b, t, out);
+  write_search_table(t, out);
 
   std::vector<std::pair<std::string, fs::path>> runs;
   for (const auto& [m, cell] : curve_cells(b)) {
