@@ -384,16 +384,17 @@ def wheelhouse_or_skip():
     return wheelhouse
 
 
-def fresh_environment(path, see_this_torch):
-    """A new virtual environment (no pip, no torch); see_this_torch: a .pth file
-    puts this interpreter's site-packages (its torch) after its own."""
+def fresh_environment(path):
+    """A new virtual environment: no pip, no torch."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
-    python = path / "bin" / "python"
+    return path / "bin" / "python"
+
+
+def see_this_torch(python):
+    """A .pth file puts this interpreter's site-packages (its torch) after the environment's own."""
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    if see_this_torch:
-        (Path(site) / "torch-of-the-test.pth").write_text(str(Path(torch.__file__).parents[1]) + "\n")
-    return python
+    (Path(site) / "torch-of-the-test.pth").write_text(str(Path(torch.__file__).parents[1]) + "\n")
 
 
 def pip(*args, cwd, timeout=900):
@@ -407,7 +408,7 @@ def test_pip_install_without_torch_stops_within_seconds_saying_what_to_type(tmp_
     backend stops before building (no torch of PyPI's newest fetched to build
     against), saying what to install first."""
     wheelhouse = wheelhouse_or_skip()
-    python = fresh_environment(tmp_path / "env", see_this_torch=False)
+    python = fresh_environment(tmp_path / "env")
     start = time.monotonic()
     result = pip("--python", str(python), "install", "--no-index", "--find-links", str(wheelhouse), str(REPO),
                  cwd=tmp_path)
@@ -425,7 +426,12 @@ def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_e
     into another environment with the same torch."""
     installed_or_skip(tmp_path)
     wheelhouse = wheelhouse_or_skip()
+    # Its own build directory: scikit-build-core clears one that another
+    # (isolated) environment configured, and build-pip/ serves `make venv`.
+    # The CUDA kernels are left out to save nvcc's minutes; the build is
+    # otherwise the one `pip install` makes.
     result = pip("wheel", "--no-deps", "--no-index", "--find-links", str(wheelhouse), "-w", str(tmp_path / "dist"),
+                 f"--config-settings=build-dir={tmp_path / 'build'}", "--config-settings=cmake.define.PLN_CUDA=OFF",
                  str(REPO), cwd=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     (wheel,) = (tmp_path / "dist").glob("pln-*.whl")
@@ -434,9 +440,10 @@ def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_e
         assert "pln/py.typed" in names and "pln/functional.py" in names
         library = archive.read("pln/libpln.so")
     assert b"pln:libtorch=" + torch.__version__.split("+")[0].encode() in library
-    python = fresh_environment(tmp_path / "other", see_this_torch=True)
+    python = fresh_environment(tmp_path / "other")
     result = pip("--python", str(python), "install", "--no-deps", "--no-index", str(wheel), cwd=tmp_path, timeout=300)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    see_this_torch(python)  # after the install, which would otherwise find this pln installed already
     code = textwrap.dedent("""
         import torch, pln
         print(pln.__file__)
