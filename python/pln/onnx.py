@@ -18,8 +18,11 @@ ONNX runtime runs it without pln:
   Reshape, ReduceMean, Sub, Mul/Abs/Pow, Add, Sqrt or Pow, Div.
 
 The translations are registered through torch.onnx.export's public
-``custom_translation_table`` argument. Needs onnx and onnxscript (and
-onnxruntime to run the result).
+``custom_translation_table`` argument; they serve code that calls
+torch.ops.pln.* itself (the modules and pln.functional, inside an export,
+write their formulas as ATen operations, which torch.onnx.export translates
+with nothing but ``import pln``). Needs onnx and onnxscript (and onnxruntime
+to run the result).
 """
 
 from typing import Any, Callable, Dict, Optional, Sequence
