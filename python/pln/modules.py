@@ -80,11 +80,14 @@ class _ParallelNorm(nn.Module):
         _check_grouping(num_features, num_per_group)
         self.num_features = num_features = int(num_features)
         self.num_per_group = num_per_group = int(num_per_group)
-        self.eps = eps
+        self.eps = float(eps)
         self.dim = dim
         self.centering = centering
-        self.p = p
+        self.p = float(p)
         self.layout = _resolve_layout(dim, layout)
+        # A plain attribute rather than a property over a module-level tuple, so
+        # that torch.jit.script compiles forward.
+        self._functional_layout: str = "features_last" if self.layout in _FEATURES_LAST else self.layout
         self.affine = self.elementwise_affine = _resolve_affine(affine, elementwise_affine)
         factory = {"device": device, "dtype": dtype}
         if self.affine:
@@ -105,9 +108,28 @@ class _ParallelNorm(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    @property
-    def _functional_layout(self) -> str:
-        return "features_last" if self.layout in _FEATURES_LAST else self.layout
+    def _op_forward(self, input: Tensor, q: Optional[float]) -> Tensor:
+        """The operator call alone, for TorchScript (torch.jit.script), which
+        cannot compile the functional API's checks and dispatch."""
+        x = input
+        layout = self.layout
+        rank = input.dim()
+        if layout == "features_last":
+            layout = "ntc" if rank == 3 else "nc"
+            if rank > 3:
+                x = input.reshape(-1, input.shape[-1])
+        elif layout == "features_first":
+            layout = "nc" if rank == 2 else ("ncl" if rank == 3 else "nchw")
+            if rank > 4:
+                x = input.reshape(input.shape[0], input.shape[1], -1)
+                layout = "ncl"
+        if q is None:
+            y = torch.ops.pln.parallel_ln(x, self.weight, self.bias, self.num_features, self.num_per_group,
+                                          self.eps, self.centering, layout, self.p)
+        else:
+            y = torch.ops.pln.pq_norm(x, self.weight, self.bias, self.num_features, self.num_per_group,
+                                      self.p, q, self.eps, self.centering, layout)
+        return y.reshape(input.shape)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -202,6 +224,8 @@ class ParallelLN(_ParallelNorm):
                          layout=layout, device=device, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return self._op_forward(input, None)
         return F._run(input, self.num_per_group, self.weight, self.bias, self.eps, self.centering,
                       self.p, None, self._functional_layout, self.num_features)
 
@@ -252,9 +276,11 @@ class PQNorm(_ParallelNorm):
         super().__init__(num_features, num_per_group, eps=eps, centering=centering, affine=affine,
                          elementwise_affine=elementwise_affine, bias=bias, dim=dim, p=p,
                          layout=layout, device=device, dtype=dtype)
-        self.q = q
+        self.q = float(q)
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return self._op_forward(input, self.q)
         return F._run(input, self.num_per_group, self.weight, self.bias, self.eps, self.centering,
                       self.p, self.q, self._functional_layout, self.num_features)
 

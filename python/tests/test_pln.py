@@ -154,3 +154,20 @@ def test_missing_library_names_how_to_build(tmp_path):
     assert "cannot find the operator library libpln.so" in result.stderr
     assert "nowhere.so (PLN_LIBRARY)" in result.stderr
     assert "make" in result.stderr
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: pln.ParallelLN(24, 8, dim=2), (6, 24)),
+    (lambda: pln.ParallelLN(24, 8, dim=3), (3, 5, 24)),
+    (lambda: pln.ParallelLN(24, 8, dim=4), (3, 24, 5, 7)),
+    (lambda: pln.PLS(24, 4, layout="features_last"), (2, 3, 4, 24)),
+    (lambda: pln.PQNorm(24, 6, 3, 2, dim=2), (6, 24)),
+])
+def test_torchscript_matches_eager(make, shape):
+    # torch.jit.script compiles the modules' forward (the operators called
+    # directly), as C++ programs that load scripted models need.
+    torch.manual_seed(2)
+    module = randomise(make())
+    x = torch.randn(shape)
+    scripted = torch.jit.script(module)
+    torch.testing.assert_close(scripted(x), module(x))
