@@ -81,18 +81,24 @@ def randomised(module, seed):
     return module
 
 
+def share_parameters(original, ours):
+    """The original module with our values: its parameters are broadcast-shaped
+    ([1, C, 1, 1], [1, 1, C], [1, C]), ours [C]."""
+    with torch.no_grad():
+        for name, param in original.named_parameters():
+            param.copy_(getattr(ours, name).reshape(param.shape))
+    return original
+
+
 def sides(c, g, dim):
     """The modules timed against each other; the original's share our parameters."""
     ours = randomised(pln.ParallelLN(c, g, dim=dim), 0)
-    ref = OriginalParallelLN(c, g, dim=dim)
-    ref.load_state_dict(ours.state_dict())
+    ref = share_parameters(OriginalParallelLN(c, g, dim=dim), ours)
     modules = {"pln": ours, "original": ref}
     if HAS_COMPILE:
         modules["orig.compile"] = torch.compile(ref)
         layers = [randomised(pln.ParallelLN(c, g, dim=dim), k) for k in range(4)]
-        originals = [OriginalParallelLN(c, g, dim=dim) for _ in layers]
-        for o, l in zip(originals, layers):
-            o.load_state_dict(l.state_dict())
+        originals = [share_parameters(OriginalParallelLN(c, g, dim=dim), l) for l in layers]
         modules["model.pln"] = Residual(layers)
         modules["model.pcomp"] = torch.compile(modules["model.pln"])
         modules["model.ocomp"] = torch.compile(Residual(originals))
