@@ -111,6 +111,15 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
   fs::create_directories(out);
+  std::map<std::string, std::map<std::pair<double, double>, double>> means;
+  for (const auto& [v, by_cell] : cells) {
+    for (const auto& [key, accs] : by_cell) means[v][key] = mean_of(accs);
+  }
+  // The seed mean of a cell; NaN for a cell the records do not hold.
+  const auto mean_at = [&means](const std::string& v, double lr, double scale) {
+    const auto it = means[v].find({lr, scale});
+    return it == means[v].end() ? NAN : it->second;
+  };
 
   // heatmap.md: per variant, init scale down the rows (largest on top, as drawn), learning rate across.
   size_t runs = 0, min_seeds = SIZE_MAX, max_seeds = 0;
@@ -126,7 +135,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
         runs += accs.size();
         min_seeds = std::min(min_seeds, accs.size());
         max_seeds = std::max(max_seeds, accs.size());
-        const double m = mean_of(accs);
+        const double m = mean_at(v, lr, *it);
         tables += std::isfinite(m) ? fmt::format(" {:.3f} |", m) : std::string(" - |");
       }
       tables += "\n";
@@ -156,7 +165,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     for (double lr : lrs) {
       double lo = INFINITY, hi = -INFINITY;
       for (double scale : scales) {
-        const double m = mean_of(cells[v][{lr, scale}]);
+        const double m = mean_at(v, lr, scale);
         if (!std::isfinite(m)) continue;
         lo = std::min(lo, m), hi = std::max(hi, m), best = std::max(best, m);
         trained += m >= 0.5;
@@ -191,7 +200,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     for (double lr : lrs) {
       int jj = 0;
       for (double scale : scales) {
-        const double m = mean_of(cells[v][{lr, scale}]);
+        const double m = mean_at(v, lr, scale);
         csv += fmt::format("{},{},{}\n", i, jj++, std::isfinite(m) ? fmt::format("{}", m) : "NaN");
       }
       ++i;

@@ -77,15 +77,21 @@ def get_requires_for_build_wheel(config_settings=None) -> List[str]:
     return _skbuild.get_requires_for_build_wheel(config_settings)
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+def _build_against_torch(build, wheel_directory, config_settings, metadata_directory):
+    """Runs scikit-build-core's `build` (a wheel or an editable) against the
+    environment's torch, removing the scratch folders it needed."""
     _, isolated = _find_torch()
     scratch: List[str] = []
     try:
         settings = _settings(config_settings, _torch_python(isolated, scratch))
-        return _skbuild.build_wheel(wheel_directory, settings, metadata_directory)
+        return build(wheel_directory, settings, metadata_directory)
     finally:
         for folder in scratch:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    return _build_against_torch(_skbuild.build_wheel, wheel_directory, config_settings, metadata_directory)
 
 
 def get_requires_for_build_sdist(config_settings=None) -> List[str]:
@@ -106,11 +112,4 @@ def get_requires_for_build_editable(config_settings=None) -> List[str]:
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    _, isolated = _find_torch()
-    scratch: List[str] = []
-    try:
-        settings = _settings(config_settings, _torch_python(isolated, scratch))
-        return _skbuild.build_editable(wheel_directory, settings, metadata_directory)
-    finally:
-        for folder in scratch:
-            shutil.rmtree(folder, ignore_errors=True)
+    return _build_against_torch(_skbuild.build_editable, wheel_directory, config_settings, metadata_directory)

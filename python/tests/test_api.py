@@ -12,6 +12,7 @@ import torch.nn as nn
 import pln
 import pln.functional as PF
 from original import OriginalParallelLN
+from shared import randomise
 from pln.modules import _ParallelNorm
 
 TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
@@ -41,14 +42,6 @@ def reference(x, g, weight=None, bias=None, eps=1e-5, centering=True, p=2.0, q=N
 def params(c, seed=1, dtype=torch.float32):
     gen = torch.Generator().manual_seed(seed)
     return (torch.rand(c, generator=gen, dtype=dtype) + 0.5, torch.randn(c, generator=gen, dtype=dtype))
-
-
-def randomise(module, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.rand(p.shape, generator=gen, dtype=p.dtype) + 0.5)
-    return module
 
 
 # --------------------------------------------------------------- functional ---

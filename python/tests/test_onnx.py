@@ -13,16 +13,9 @@ onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/venv i
 pytest.importorskip("onnxscript", reason="onnxscript is not installed (scripts/venv installs it)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/venv installs it)")
 import pln.onnx  # noqa: E402
+from shared import randomise  # noqa: E402
 
 C = 16
-
-
-def randomised(module, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.rand(p.shape, generator=gen) + 0.5)
-    return module
 
 
 class Net(torch.nn.Module):
@@ -78,7 +71,7 @@ def test_export_is_standard_onnx_and_matches_eager(case, direct, tmp_path):
         pytest.skip("the operators' features-last layouts are 2-D and 3-D")
     torch.manual_seed(0)
     norm = make()
-    model = randomised(Net(Direct(norm) if direct else norm, axis)).eval()
+    model = randomise(Net(Direct(norm) if direct else norm, axis)).eval()
     x = torch.randn(shape) * 2 + 0.5
     batch = torch.export.Dim("batch", min=1, max=64)
     program = pln.onnx.export(model, (x,), dynamic_shapes=({0: batch},))
@@ -110,7 +103,7 @@ def test_export_is_standard_onnx_and_matches_eager(case, direct, tmp_path):
 
 
 def test_translation_table_with_torch_onnx_export(tmp_path):
-    model = randomised(Direct(pln.ParallelLN(C, 4, dim=3))).eval()
+    model = randomise(Direct(pln.ParallelLN(C, 4, dim=3))).eval()
     x = torch.randn(2, 3, C)
     program = torch.onnx.export(model, (x,), dynamo=True,
                                 custom_translation_table=pln.onnx.translation_table())
@@ -146,7 +139,7 @@ def test_plain_torch_onnx_export_needs_only_import_pln(case, tmp_path):
     pln.functional write their formulas as ATen operations, which the exporter
     translates into standard ONNX operators (LayerNormalization where it fits)."""
     make, shape, axis, expected_ops = CASES[case]
-    model = randomised(Net(make(), axis)).eval()
+    model = randomise(Net(make(), axis)).eval()
     x = torch.randn(shape) * 2 + 0.5
     program = torch.onnx.export(model, (x,), dynamo=True,
                                 dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=64)},))

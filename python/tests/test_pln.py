@@ -9,16 +9,9 @@ import torch
 
 import pln
 from original import OriginalParallelLN
+from shared import randomise
 
 SHAPES = {2: (6, 24), 3: (3, 5, 24), 4: (3, 24, 5, 7)}
-
-
-def randomise(module, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.rand(p.shape, generator=gen, dtype=p.dtype) + 0.5)
-    return module
 
 
 @pytest.mark.parametrize("dim", [2, 3, 4])
