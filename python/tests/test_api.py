@@ -12,12 +12,9 @@ import torch.nn as nn
 import pln
 import pln.functional as PF
 from original import OriginalParallelLN
-from shared import randomise
+from shared import REPO, TORCH, needs_torch2, randomise
 from pln.modules import _ParallelNorm
 
-TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-REPO = Path(__file__).resolve().parents[2]
-needs_torch2 = pytest.mark.skipif(TORCH < (2, 6), reason=f"needs PyTorch 2.6 or later, this is {torch.__version__}")
 
 
 def reference(x, g, weight=None, bias=None, eps=1e-5, centering=True, p=2.0, q=None, axis=-1):
@@ -478,3 +475,13 @@ def test_functional_on_generated_shapes_strides_and_views():
         torch.testing.assert_close(y, reference(x, g, w, b, centering=centering, axis=axis), atol=1e-4, rtol=1e-4)
 
     check()
+
+
+@pytest.mark.parametrize("cls,kwargs", [
+    (pln.ParallelLN, {"centring": False}),
+    (pln.PLS, {"centering": True}),
+    (pln.PQNorm, {"r": 3.0}),
+])
+def test_unknown_keyword_arguments_raise_type_error(cls, kwargs):
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        cls(16, 4, **kwargs)

@@ -7,10 +7,9 @@ from torch.autograd import gradcheck, gradgradcheck
 
 import pln
 import pln.functional as PF
+from shared import needs_torch
 
-TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-needs_func = pytest.mark.skipif(TORCH < (2, 0), reason=f"torch.func needs PyTorch 2.0 or later, this is "
-                                                     f"{torch.__version__}")
+needs_func = needs_torch(2, 0, "torch.func needs")
 C, G = 8, 4
 
 

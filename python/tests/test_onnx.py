@@ -5,9 +5,9 @@ import pytest
 import torch
 
 import pln
+from shared import needs_torch2
 
-TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-pytestmark = pytest.mark.skipif(TORCH < (2, 6), reason=f"needs PyTorch 2.6 or later, this is {torch.__version__}")
+pytestmark = needs_torch2
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/venv installs it)")
 pytest.importorskip("onnxscript", reason="onnxscript is not installed (scripts/venv installs it)")

@@ -1,0 +1,110 @@
+"""The operators' registrations under PyTorch 2.x: torch.library.opcheck of
+every op (schema, autograd registration, fake tensors, AOT dispatch) and
+autocast."""
+
+import pytest
+import torch
+
+import pln  # noqa: F401  (registers torch.ops.pln)
+from shared import needs_torch2
+
+pytestmark = needs_torch2
+
+C = 16
+SHAPES = {"nc": (6, C), "ntc": (3, 5, C), "nchw": (3, C, 4, 5), "nhwc": (3, 4, 5, C), "ncl": (3, C, 7)}
+
+
+def make_input(layout, dtype, requires_grad, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(SHAPES[layout], generator=gen, dtype=dtype) * 2 + 0.5
+    return x.requires_grad_(requires_grad)
+
+
+def affine(dtype, requires_grad, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    w = (torch.rand(C, generator=gen, dtype=dtype) + 0.5).requires_grad_(requires_grad)
+    b = torch.randn(C, generator=gen, dtype=dtype).requires_grad_(requires_grad)
+    return w, b
+
+
+def opcheck(op, args, kwargs=None):
+    from torch.library import opcheck as check
+
+    results = check(op, args, kwargs or {})
+    assert set(results) == {"test_schema", "test_autograd_registration", "test_faketensor",
+                            "test_aot_dispatch_dynamic"}
+    assert all(v == "SUCCESS" for v in results.values()), results
+
+
+
+# ------------------------------------------------------------------ opcheck ---
+
+@pytest.mark.parametrize("layout", list(SHAPES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_parallel_ln(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4), {"layout": layout})
+    opcheck(torch.ops.pln.parallel_ln.default, (x, None, None, C, 8, 1e-5, False, layout))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_parallel_ln_channels_last_and_generic_p(requires_grad):
+    x = make_input("nchw", torch.float32, False).contiguous(memory_format=torch.channels_last)
+    x.requires_grad_(requires_grad)
+    w, b = affine(torch.float32, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4))
+    opcheck(torch.ops.pln.parallel_ln.default, (x, w, b, C, 4, 1e-5, True, "nchw", 3.0))
+
+
+@pytest.mark.parametrize("layout", ["nc", "nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_pq_norm(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.pq_norm.default, (x, w, b, C, 4, 3.0, 1.5), {"layout": layout})
+    opcheck(torch.ops.pln.pq_norm.default, (x, w, b, C, 4, 2.0, 2.0), {"layout": layout})
+
+
+@pytest.mark.parametrize("layout", list(SHAPES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck_forward_and_backward_ops(layout, dtype, requires_grad):
+    x = make_input(layout, dtype, requires_grad)
+    w, b = affine(dtype, requires_grad)
+    opcheck(torch.ops.pln.parallel_ln_forward.default, (x, w, b, C, 4), {"layout": layout})
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x.detach(), w.detach(), b.detach(), C, 4, layout=layout)
+    dy = make_input(layout, dtype, requires_grad, seed=2)
+    opcheck(torch.ops.pln.parallel_ln_backward.default, (dy, x, mean, rstd, w, C, 4), {"layout": layout})
+
+
+def test_backward_op_rejects_statistics_of_another_input():
+    x = make_input("nc", torch.float32, False)
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, C, 4, layout="nc")
+    with pytest.raises(RuntimeError, match=r"expected the forward's statistics, 24 Float values, got shape \[12\]"):
+        torch.ops.pln.parallel_ln_backward(x, x, mean[:12], rstd, None, C, 4, layout="nc")
+    with pytest.raises(RuntimeError, match=r"grad_output has shape \[6, 8\] but the input has shape \[6, 16\]"):
+        torch.ops.pln.parallel_ln_backward(x[:, :8], x, mean, rstd, None, C, 4, layout="nc")
+
+
+# ----------------------------------------------------------------- autocast ---
+
+@pytest.mark.parametrize("op", ["parallel_ln", "pq_norm"])
+def test_autocast_parameters_follow_the_activation_dtype(op):
+    # Under autocast a Linear gives bfloat16; the float32 affine parameters are
+    # cast to it, the output is bfloat16, and their gradients come back float32.
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(8, C)
+    w, b = affine(torch.float32, True)
+    x = torch.randn(5, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = linear(x)
+        assert h.dtype == torch.bfloat16
+        y = getattr(torch.ops.pln, op)(h, w, b, C, 4, layout="nc")
+    assert y.dtype == torch.bfloat16
+    y.float().square().sum().backward()
+    assert w.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
+    reference = getattr(torch.ops.pln, op)(h.detach().float(), w.detach(), b.detach(), C, 4, layout="nc")
+    torch.testing.assert_close(y.float(), reference, atol=0.05, rtol=0.05)
