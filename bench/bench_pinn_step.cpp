@@ -17,9 +17,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "common/threads.h"
+#include "run/threads_and_memory.h"
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
+#include "run/provenance.h"
 #include "timing.h"
 
 #include <algorithm>

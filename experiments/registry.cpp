@@ -1,6 +1,6 @@
 // The experiment families the command line knows.
 
-#include "common/experiment.h"
+#include "spec/experiment.h"
 #include "demo/demo.h"
 #include "fourier/fourier.h"
 #include "images/images.h"

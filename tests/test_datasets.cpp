@@ -5,7 +5,7 @@
 
 #include "experiment_helpers.h"
 
-#include <common/datasets.h>
+#include <train/datasets.h>
 
 #include <zlib.h>
 

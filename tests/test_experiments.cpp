@@ -5,20 +5,24 @@
 
 #include "experiment_helpers.h"
 
-#include <common/config.h>
-#include <common/csv.h>
-#include <common/device.h>
-#include <common/experiment.h>
-#include <common/grid.h>
-#include <common/run.h>
-#include <common/schedule.h>
-#include <common/results.h>
-#include <common/schema.h>
-#include <common/snapshot.h>
-#include <common/threads.h>
 #include <pinn/network.h>
 #include <pinn/ntk.h>
 #include <pinn/problem.h>
+#include <records/csv.h>
+#include <records/pack.h>
+#include <records/schema.h>
+#include <records/statistics.h>
+#include <records/step_log.h>
+#include <run/device.h>
+#include <run/provenance.h>
+#include <run/run.h>
+#include <run/threads_and_memory.h>
+#include <spec/config.h>
+#include <spec/experiment.h>
+#include <sweep/gpu_slots.h>
+#include <sweep/grid.h>
+#include <train/divergence_guard.h>
+#include <train/schedule.h>
 
 #include <cmath>
 #include <cstdlib>

@@ -5,9 +5,9 @@
 
 #include "experiment_helpers.h"
 
-#include <common/csv.h>
-#include <common/experiment.h>
-#include <common/run.h>
+#include <records/csv.h>
+#include <spec/experiment.h>
+#include <run/run.h>
 #include <fourier/fourier.h>
 #include <fourier/target.h>
 

@@ -5,10 +5,10 @@
 
 #include "experiment_helpers.h"
 
-#include <common/experiment.h>
-#include <common/grid.h>
-#include <common/csv.h>
-#include <common/run.h>
+#include <spec/experiment.h>
+#include <sweep/grid.h>
+#include <records/csv.h>
+#include <run/run.h>
 #include <images/models.h>
 
 #include <cmath>

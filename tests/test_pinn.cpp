@@ -3,10 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include <common/csv.h>
-#include <common/experiment.h>
-#include <common/grid.h>
-#include <common/run.h>
+#include <records/csv.h>
+#include <spec/experiment.h>
+#include <sweep/grid.h>
+#include <run/run.h>
 
 #include <algorithm>
 #include <cmath>

@@ -5,17 +5,20 @@
 
 #include "experiment_helpers.h"
 
-#include <common/cell_state.h>
-#include <common/config.h>
-#include <common/process.h>
-#include <common/csv.h>
-#include <common/doc_tables.h>
-#include <common/experiment.h>
-#include <common/grid.h>
+#include <records/csv.h>
+#include <records/doc_tables.h>
+#include <records/grid_state.h>
+#include <records/json.h>
+#include <records/pack.h>
+#include <records/run_state.h>
+#include <records/schema.h>
+#include <run/provenance.h>
+#include <run/run.h>
+#include <spec/config.h>
+#include <spec/experiment.h>
+#include <sweep/grid.h>
+#include <sweep/process.h>
 #include <torch/torch.h>
-#include <common/results.h>
-#include <common/run.h>
-#include <common/schema.h>
 
 #include <signal.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 // (same machine and thread count): what lets a grid cell killed at any moment
 // resume without changing its records.
 
-#include "common/experiment.h"
-#include "common/run.h"
+#include "spec/experiment.h"
+#include "run/run.h"
 #include "experiment_helpers.h"
 
 #include <gtest/gtest.h>

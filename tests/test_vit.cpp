@@ -2,10 +2,10 @@
 // implementation, norm-site selection, option errors, checkpoint/resume
 // equivalence and a smoke run.
 
-#include "common/atomic_file.h"
-#include "common/csv.h"
-#include "common/grid.h"
-#include "common/run.h"
+#include "records/atomic_file.h"
+#include "records/csv.h"
+#include "sweep/grid.h"
+#include "run/run.h"
 #include "experiment_helpers.h"
 #include "vit/model.h"
 #include "vit/train.h"

@@ -1,10 +1,10 @@
 // `pln demo`: LN-Nets vs PLN-Nets vs a Tanh net on cos(3 pi x). With --out,
-// the run's records are those of every experiment run (common/run.h).
+// the run's records are those of every experiment run (run/run.h).
 
 #include "commands.h"
 
-#include <common/run.h>
-#include <common/threads.h>
+#include <run/run.h>
+#include <run/threads_and_memory.h>
 #include <demo/demo.h>
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 
 #include "commands.h"
 
-#include <common/doc_tables.h>
+#include <records/doc_tables.h>
 
 #include <fmt/format.h>
 

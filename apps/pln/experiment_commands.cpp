@@ -2,8 +2,8 @@
 
 #include "commands.h"
 
-#include <common/experiment.h>
-#include <common/run.h>
+#include <spec/experiment.h>
+#include <run/run.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,8 +2,9 @@
 
 #include "commands.h"
 
-#include <common/experiment.h>
-#include <common/grid.h>
+#include <records/grid_state.h>
+#include <spec/experiment.h>
+#include <sweep/grid.h>
 
 #include <fmt/format.h>
 

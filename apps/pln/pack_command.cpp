@@ -2,7 +2,7 @@
 
 #include "commands.h"
 
-#include <common/results.h>
+#include <records/pack.h>
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 
 #include "commands.h"
 
-#include <common/csv.h>
-#include <common/experiment.h>
+#include <records/csv.h>
+#include <spec/experiment.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -5,11 +5,11 @@
 
 #include "commands.h"
 
-#include <common/experiment.h>
-#include <common/grid.h>
-#include <common/process.h>
-#include <common/run.h>
-#include <common/schema.h>
+#include <spec/experiment.h>
+#include <sweep/grid.h>
+#include <sweep/process.h>
+#include <run/run.h>
+#include <records/schema.h>
 
 #include <fmt/format.h>
 

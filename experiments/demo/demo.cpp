@@ -1,12 +1,12 @@
 #include "demo/demo.h"
 
-#include "common/atomic_file.h"
-#include "common/csv.h"
-#include "common/device.h"
-#include "common/gnuplot.h"
-#include "common/run.h"
-#include "common/schedule.h"
-#include "common/snapshot.h"
+#include "records/atomic_file.h"
+#include "records/csv.h"
+#include "run/device.h"
+#include "records/gnuplot.h"
+#include "run/run.h"
+#include "train/schedule.h"
+#include "train/divergence_guard.h"
 
 #include <fmt/format.h>
 #include <pln/pln.h>

@@ -4,15 +4,15 @@
 // cos(3 pi x) on [-1, 1]. An LN-Net has at most one interior stationary point,
 // so it cannot follow three oscillations whatever its width; a PLN-Net can.
 //
-// `pln demo --out DIR` keeps the records every run keeps (common/run.h):
+// `pln demo --out DIR` keeps the records every run keeps (run/run.h):
 // config.json, summary.json (experiment "demo"), models.csv (one row per
 // network) and fit.csv (every network on the test grid), which `pln plot` and
 // `pln validate --check` read as they read a family's run. The demo is no
 // family (demo_experiment() is not in experiments()): it has no presets or
 // grids, and its options are the command's flags.
 
-#include "common/config.h"
-#include "common/experiment.h"
+#include "spec/config.h"
+#include "spec/experiment.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -47,7 +47,7 @@ struct DemoResult {
 void validate(const DemoConfig& config);
 
 /// The configuration as config.json records it: every field, and the schedule
-/// the demo trains with (cosine from lr to lr / 100, no warmup; common/schedule.h keys).
+/// the demo trains with (cosine from lr to lr / 100, no warmup; train/schedule.h keys).
 Config to_config(const DemoConfig& config);
 
 /// `key=value` for every key of `config` that differs from the defaults: the
@@ -70,7 +70,7 @@ void write_demo_records(const std::filesystem::path& out, const DemoConfig& conf
                         const std::vector<DemoResult>& results);
 
 /// run_demo with the records of a run kept in `out` ("": none): config.json
-/// before training (common/run.h's write_run_config, preset "default" and the
+/// before training (run/run.h's write_run_config, preset "default" and the
 /// flags that differ from the defaults as overrides), then models.csv, fit.csv
 /// and last summary.json (write_summary). `threads` is recorded, not set.
 /// Returns summary.json's metrics (demo_summary).

@@ -1,14 +1,15 @@
 #include "fourier/fourier.h"
 
-#include "common/atomic_file.h"
-#include "common/checkpoint.h"
-#include "common/csv.h"
-#include "common/grid.h"
-#include "common/progress.h"
-#include "common/schedule.h"
-#include "common/snapshot.h"
-#include "common/tensor_csv.h"
 #include "fourier/target.h"
+#include "records/atomic_file.h"
+#include "records/csv.h"
+#include "records/step_log.h"
+#include "records/tensor_csv.h"
+#include "run/checkpoint.h"
+#include "run/progress.h"
+#include "sweep/grid.h"
+#include "train/divergence_guard.h"
+#include "train/schedule.h"
 
 #include <fmt/format.h>
 #include <pln/pln.h>

@@ -2,7 +2,7 @@
 // `pln fourier`: fitting dense Fourier series with PLN-Nets, LN-Nets and
 // activation networks, and the 1,440-run grid of error against width.
 
-#include "common/experiment.h"
+#include "spec/experiment.h"
 
 namespace pln::exp {
 

@@ -2,9 +2,10 @@
 // width per layer kind (one panel per K), fitted log-log slopes with their
 // spread, example fits.
 
-#include "common/atomic_file.h"
-#include "common/gnuplot.h"
 #include "fourier/fourier.h"
+#include "records/atomic_file.h"
+#include "records/gnuplot.h"
+#include "records/statistics.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // `pln cnn` and `pln vgg`: image classification experiments.
 
-#include "common/experiment.h"
+#include "spec/experiment.h"
 
 #include <filesystem>
 

@@ -4,10 +4,11 @@
 
 #include "images/images.h"
 
-#include "common/atomic_file.h"
-#include "common/csv.h"
-#include "common/gnuplot.h"
-#include "common/grid.h"
+#include "records/atomic_file.h"
+#include "records/csv.h"
+#include "records/gnuplot.h"
+#include "records/statistics.h"
+#include "sweep/grid.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "images/train.h"
 
-#include "common/images.h"
+#include "train/image_data.h"
 
 #include <chrono>
 

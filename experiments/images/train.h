@@ -1,9 +1,9 @@
 #pragma once
 // What `pln cnn` and `pln vgg` share beyond the classifier loop of
-// common/classifier.h: their keys, SGD or Adam, and their summary.
+// train/classifier.h: their keys, SGD or Adam, and their summary.
 
-#include "common/classifier.h"
-#include "common/experiment.h"
+#include "train/classifier.h"
+#include "spec/experiment.h"
 #include "images/models.h"
 
 #include <torch/torch.h>

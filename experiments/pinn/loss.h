@@ -4,7 +4,7 @@
 // optimisation step on it. `pln pinn` and bench/bench_pinn_step.cpp both take
 // their steps through training_step.
 
-#include "common/snapshot.h"
+#include "train/divergence_guard.h"
 #include "pinn/network.h"
 #include "pinn/problem.h"
 

@@ -1,17 +1,18 @@
 #include "pinn/pinn.h"
 
-#include "common/atomic_file.h"
-#include "common/checkpoint.h"
-#include "common/csv.h"
-#include "common/grid.h"
-#include "common/progress.h"
-#include "common/schedule.h"
-#include "common/snapshot.h"
-#include "common/tensor_csv.h"
 #include "pinn/loss.h"
 #include "pinn/network.h"
 #include "pinn/ntk.h"
 #include "pinn/problem.h"
+#include "records/atomic_file.h"
+#include "records/csv.h"
+#include "records/step_log.h"
+#include "records/tensor_csv.h"
+#include "run/checkpoint.h"
+#include "run/progress.h"
+#include "sweep/grid.h"
+#include "train/divergence_guard.h"
+#include "train/schedule.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>

@@ -2,7 +2,7 @@
 // `pln pinn`: physics-informed networks on the Helmholtz problems, with the
 // output-NTK analysis, and the grids of the paper's PINN table.
 
-#include "common/experiment.h"
+#include "spec/experiment.h"
 
 namespace pln::exp {
 

@@ -1,7 +1,7 @@
 // Figures and the table of `pln pinn` runs and grids.
 
-#include "common/atomic_file.h"
-#include "common/gnuplot.h"
+#include "records/atomic_file.h"
+#include "records/gnuplot.h"
 #include "pinn/pinn.h"
 
 #include <fmt/format.h>

@@ -3,8 +3,9 @@
 
 #include "vit/vit.h"
 
-#include "common/atomic_file.h"
-#include "common/gnuplot.h"
+#include "records/atomic_file.h"
+#include "records/gnuplot.h"
+#include "records/statistics.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "vit/train.h"
 
-#include "common/images.h"
-#include "common/schedule.h"
+#include "train/image_data.h"
+#include "train/schedule.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// `pln vit` training, through the classifier loop of common/classifier.h:
+// `pln vit` training, through the classifier loop of train/classifier.h:
 // AdamW with decoupled weight decay (not on biases, norms, the CLS token or
 // the position embedding), the shared schedule (linear warmup over `warmup`
 // steps, then cosine by default), optional label smoothing and gradient
@@ -8,8 +8,8 @@
 // Every epoch draws its batch order and stochastic-depth masks from a seed
 // derived from (seed, epoch).
 
-#include "common/classifier.h"
-#include "common/experiment.h"
+#include "train/classifier.h"
+#include "spec/experiment.h"
 #include "vit/model.h"
 
 namespace pln::exp::vit {

@@ -3,7 +3,7 @@
 
 #include "vit/vit.h"
 
-#include "common/grid.h"
+#include "sweep/grid.h"
 #include "vit/train.h"
 
 namespace pln::exp {

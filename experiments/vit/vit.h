@@ -1,7 +1,7 @@
 #pragma once
 // `pln vit`: a Vision Transformer with PLN, PLS, LN or no norm at each norm site.
 
-#include "common/experiment.h"
+#include "spec/experiment.h"
 
 namespace pln::exp {
 

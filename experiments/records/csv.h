@@ -1,0 +1,39 @@
+#pragma once
+// CSV tables (RFC 4180 quoting) for records and per-step logs (step_log.h). Readers look
+// columns up by name, so files written by an older version, with fewer
+// columns, still read.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pln::exp {
+
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  /// Index of `name` in the header, or nullopt.
+  std::optional<size_t> find(const std::string& name) const;
+  /// Index of `name`; throws std::runtime_error naming the column when absent.
+  size_t column(const std::string& name) const;
+  /// Cell of `row` in column `name`, "" when the column is absent.
+  std::string get(size_t row, const std::string& name) const;
+};
+
+/// Parses CSV text; throws std::runtime_error naming `source` and the line on
+/// a row whose field count differs from the header's or an unterminated quote.
+CsvTable parse_csv(const std::string& text, const std::string& source);
+CsvTable read_csv(const std::filesystem::path& path);
+std::string to_csv(const CsvTable& table);
+
+/// The head of a Markdown table: "| a | b |\n|---|---|\n".
+std::string markdown_head(const std::vector<std::string>& columns);
+
+/// Shortest text that parses back to the same double; "" for NaN (a missing value).
+std::string number_text(double value);
+/// The number a cell holds; NaN for "" (a missing value) or text that is not a number.
+double number_value(const std::string& text);
+
+}  // namespace pln::exp

@@ -1,0 +1,180 @@
+#include "run/checkpoint.h"
+
+#include "records/atomic_file.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace pln::exp {
+
+namespace {
+
+// Every key whose value differs between two configurations, as "key: a -> b":
+// the keys whose change makes a checkpoint another run's. Neither the device
+// (a checkpoint resumes on any) nor how often checkpoints are written is.
+bool exempt(const std::string& key) { return key == "device" || key == "checkpoint_every"; }
+
+std::vector<std::string> differences(const Config& saved, const Config& now) {
+  std::vector<std::string> out;
+  for (const auto& item : now.items()) {
+    if (exempt(item.key())) continue;
+    const auto it = saved.find(item.key());
+    if (it == saved.end()) {
+      out.push_back(fmt::format("{}: (absent) -> {}", item.key(), value_text(item.value())));
+    } else if (*it != item.value()) {
+      out.push_back(fmt::format("{}: {} -> {}", item.key(), value_text(*it), value_text(item.value())));
+    }
+  }
+  for (const auto& item : saved.items()) {
+    if (!now.contains(item.key()) && !exempt(item.key())) out.push_back(fmt::format("{}: {} -> (absent)", item.key(), value_text(item.value())));
+  }
+  return out;
+}
+
+// The counters, the loop's values and the logs, as one JSON document; the
+// logs as CSV text, whose numbers round-trip exactly and whose NaN is "".
+std::string state_document(const TrainingState& state) {
+  Config logs = Config::object();
+  for (const auto& [name, table] : state.logs) logs[name] = to_csv(table);
+  return Config{{"step", state.step}, {"epochs_done", state.epochs_done}, {"images_seen", state.images_seen},
+                {"train_seconds", state.train_seconds}, {"elapsed_seconds", state.elapsed_seconds},
+                {"values", state.values}, {"logs", logs}}
+      .dump();
+}
+
+TrainingState parse_state(const std::string& text, const std::filesystem::path& file) {
+  const auto doc = Config::parse(text);
+  TrainingState state;
+  state.step = doc.at("step").get<int64_t>();
+  state.epochs_done = doc.at("epochs_done").get<int64_t>();
+  state.images_seen = doc.at("images_seen").get<int64_t>();
+  state.train_seconds = doc.at("train_seconds").get<double>();
+  state.elapsed_seconds = doc.at("elapsed_seconds").get<double>();
+  state.values = doc.at("values");
+  for (const auto& item : doc.at("logs").items()) {
+    state.logs[item.key()] = parse_csv(item.value().get<std::string>(), file.string() + ":" + item.key());
+  }
+  return state;
+}
+
+// Writes `file` atomically.
+void save_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
+                     torch::optim::Optimizer& optimizer, const TrainingState& state,
+                     const ParameterSnapshot& last_finite, const at::Generator* generator) {
+  torch::serialize::OutputArchive archive, model, optim;
+  network.save(model);
+  optimizer.save(optim);
+  archive.write("model", model);
+  archive.write("optimizer", optim);
+  archive.write("config", c10::IValue(config.dump()));
+  archive.write("state", c10::IValue(state_document(state)));
+  {
+    auto default_generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(default_generator.mutex());
+    archive.write("default_generator", default_generator.get_state());
+  }
+  if (generator) archive.write("generator", generator->get_state());
+  torch::serialize::OutputArchive kept;
+  for (size_t i = 0; i < last_finite.copies().size(); ++i) kept.write(std::to_string(i), last_finite.copies()[i]);
+  archive.write("last_finite", kept);
+  archive.write("last_finite_count", torch::tensor(static_cast<int64_t>(last_finite.copies().size())));
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  write_file_atomic(file, bytes.str());
+}
+
+// Loads `file` into the network, the optimiser, the guard, the generators and `state`.
+void load_checkpoint(const std::filesystem::path& file, const Config& config, torch::nn::Module& network,
+                     torch::optim::Optimizer& optimizer, TrainingState& state, ParameterSnapshot& last_finite,
+                     const torch::Device& device, at::Generator* generator) {
+  torch::serialize::InputArchive archive, model, optim, kept;
+  c10::IValue saved_config, saved_state;
+  torch::Tensor default_generator_state, generator_state;
+  try {
+    archive.load_from(file.string(), device);
+    archive.read("config", saved_config);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("checkpoint {} is unreadable or corrupt: {}", file.string(),
+                                         e.what_without_backtrace()));
+  }
+  Config saved;
+  try {
+    saved = Config::parse(saved_config.toStringRef());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("checkpoint {} holds no readable configuration: {}", file.string(), e.what()));
+  }
+  if (const auto diff = differences(saved, config); !diff.empty()) {
+    throw std::runtime_error(fmt::format(
+        "checkpoint {} was written with another configuration ({}); run without --resume to start again",
+        file.string(), fmt::join(diff, "; ")));
+  }
+  try {
+    archive.read("model", model);
+    network.load(model);
+    archive.read("optimizer", optim);
+    optimizer.load(optim);
+    archive.read("state", saved_state);
+    archive.read("default_generator", default_generator_state);
+    if (generator) archive.read("generator", generator_state);
+    torch::Tensor count;
+    archive.read("last_finite_count", count);
+    archive.read("last_finite", kept);
+    std::vector<torch::Tensor> copies(static_cast<size_t>(count.item<int64_t>()));
+    for (size_t i = 0; i < copies.size(); ++i) kept.read(std::to_string(i), copies[i]);
+    last_finite.set_copies(std::move(copies));
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("checkpoint {} does not match this network or is corrupt: {}",
+                                         file.string(), e.what_without_backtrace()));
+  }
+  try {
+    state = parse_state(saved_state.toStringRef(), file);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("checkpoint {} is corrupt: its training state is unreadable: {}",
+                                         file.string(), e.what()));
+  }
+  try {
+    auto default_generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(default_generator.mutex());
+    default_generator.set_state(default_generator_state.cpu());
+    if (generator) generator->set_state(generator_state.cpu());
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("checkpoint {} is corrupt: a generator state does not load: {}",
+                                         file.string(), e.what_without_backtrace()));
+  }
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
+                           torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator)
+    : context_(context), config_(config), network_(network), optimizer_(optimizer), guard_(guard),
+      generator_(generator) {}
+
+bool Checkpointer::resume(TrainingState& state) {
+  const auto file = context_.out / "checkpoint.pt";
+  if (context_.resume && std::filesystem::exists(file)) {
+    load_checkpoint(file, config_, network_, optimizer_, state, guard_.last_finite(), context_.device, generator_);
+    fmt::print("resumed from {} after step {}{}\n", file.string(), state.step,
+               state.epochs_done > 0 ? fmt::format(", epoch {}", state.epochs_done) : std::string());
+    return true;
+  }
+  if (context_.resume) fmt::print("no checkpoint in {}; starting from the beginning\n", context_.out.string());
+  std::filesystem::remove(file);
+  return false;
+}
+
+void Checkpointer::save(const TrainingState& state) {
+  save_checkpoint(context_.out / "checkpoint.pt", config_, network_, optimizer_, state, guard_.last_finite(),
+                  generator_);
+  if (++written_ == context_.stop_after_checkpoints) {
+    throw SessionStopped(fmt::format("stopped after {} checkpoint(s), at step {}", written_, state.step));
+  }
+}
+
+}  // namespace pln::exp

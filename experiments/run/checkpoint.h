@@ -1,0 +1,69 @@
+#pragma once
+// A training checkpoint: the network, the optimiser's state, the random
+// generators' states, the loop's counters and every CSV log written so far,
+// with the configuration that produced them. Written atomically, so a run
+// killed at any moment resumes from its last checkpoint and, on the same
+// machine and thread count, ends with the same records as a run never
+// interrupted. Every family's training loop keeps one (`--resume`).
+
+#include "spec/config.h"
+#include "records/csv.h"
+#include "spec/experiment.h"
+#include "train/divergence_guard.h"
+
+#include <ATen/core/Generator.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace pln::exp {
+
+struct TrainingState {
+  int64_t step = 0;              ///< optimiser steps taken
+  int64_t epochs_done = 0;       ///< epochs finished (classifiers)
+  int64_t images_seen = 0;       ///< training images stepped on (classifiers)
+  double train_seconds = 0;      ///< in training steps, over every session
+  double elapsed_seconds = 0;    ///< wall time of the run, over every session
+  Config values = Config::object();       ///< the loop's own scalars (best accuracy so far, ...)
+  std::map<std::string, CsvTable> logs;   ///< the rows of each log so far, by its file name
+};
+
+/// The checkpoint of one run, `checkpoint.pt` in its directory:
+///
+///   DivergenceGuard guard("name");
+///   Checkpointer checkpoints(context, config, *net, optimizer, guard);
+///   TrainingState state;
+///   checkpoints.resume(state);           // with --resume, where it stopped
+///   for (...; ++state.step) { ...; if (due) checkpoints.save(state); }
+///
+/// `generator`, when given, is the loop's own random generator; LibTorch's
+/// default CPU generator is always kept, and so are the guard's last finite
+/// parameters.
+class Checkpointer {
+ public:
+  Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
+               torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator = nullptr);
+  /// With --resume and a checkpoint: loads it into everything (printing from
+  /// which step) and returns true. Otherwise removes any checkpoint, so that
+  /// another configuration's is never resumed later, and returns false.
+  /// Throws std::runtime_error naming the file when it is unreadable or
+  /// corrupt, or was written with another configuration (naming the keys that
+  /// differ; the device and checkpoint_every may differ).
+  bool resume(TrainingState& state);
+  /// Writes the checkpoint; throws SessionStopped when it is the session's
+  /// `stop_after_checkpoints`-th.
+  void save(const TrainingState& state);
+
+ private:
+  const RunContext& context_;
+  const Config& config_;
+  torch::nn::Module& network_;
+  torch::optim::Optimizer& optimizer_;
+  DivergenceGuard& guard_;
+  at::Generator* generator_;
+  int64_t written_ = 0;
+};
+
+}  // namespace pln::exp

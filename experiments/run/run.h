@@ -1,0 +1,48 @@
+#pragma once
+// One run of an experiment: resolve the configuration, write config.json, log
+// it, train, then write summary.json. A run directory holding summary.json is
+// complete; one without it was interrupted or failed.
+
+#include "spec/experiment.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pln::exp {
+
+struct RunRequest {
+  std::string preset = "smoke";
+  std::vector<std::string> sets;   ///< key=value overrides, applied in order
+  std::filesystem::path out;
+  int threads = 0;                 ///< 0: all cores
+  bool resume = false;             ///< continue from the run's checkpoint (resumable experiments)
+};
+
+/// The preset with the overrides applied; throws std::invalid_argument naming
+/// the preset, key or value at fault.
+Config resolve_config(const Experiment& experiment, const std::string& preset,
+                      const std::vector<std::string>& sets);
+
+/// Runs one configuration and returns its summary (also in out/summary.json).
+Config run_experiment(const Experiment& experiment, const RunRequest& request);
+
+/// Writes out/config.json, the record of a run, as every run (and `pln demo`)
+/// writes it: the experiment's name, the preset, the overrides `sets`, the
+/// threads, the source revision, LibTorch's version, the CPU kernels and the
+/// BLAS, the device (when `config` has a `device` key) and, under "config",
+/// the resolved configuration. Returns the record.
+Config write_run_config(const std::filesystem::path& out, const std::string& experiment,
+                        const std::string& preset, const std::vector<std::string>& sets, int threads,
+                        const Config& config);
+
+/// Writes out/summary.json, which marks the run finished: {"experiment": name}
+/// then the summary's keys, a number that is not finite written as the string
+/// "inf", "-inf" or "nan" (see non_finite_as_text). Returns the document.
+Config write_summary(const std::filesystem::path& out, const std::string& experiment, const Config& summary);
+
+/// Threads to use for a request of `requested` (0: every core).
+int resolve_threads(int requested);
+
+}  // namespace pln::exp

@@ -1,0 +1,72 @@
+#include "train/image_data.h"
+
+#include "train/datasets.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace pln::exp {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path default_labels_dir(const std::string& data_dir) {
+  if (!data_dir.empty() && ::access(data_dir.c_str(), W_OK) == 0) return data_dir;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "pln";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "pln";
+  return fs::temp_directory_path() / "pln";
+}
+
+void keep_first(ImageSet& set, int64_t n) {
+  if (n > 0 && n < set.size()) {
+    set.images = set.images.narrow(0, 0, n);
+    set.labels = set.labels.narrow(0, 0, n);
+  }
+}
+
+}  // namespace
+
+Config image_data_defaults() {
+  return {{"data", "fashion-mnist"}, {"data_dir", ""}, {"labels", "clean"}, {"label_seed", 0},
+          {"labels_file", ""}, {"n_train", 0}, {"n_test", 0}};
+}
+
+PreparedImages prepare_images(const Config& c, int64_t min_size, const std::string& experiment) {
+  require_one_of(c, "labels", {"clean", "random"}, experiment);
+  for (const char* key : {"n_train", "n_test"}) require_range<int64_t>(c, key, 0, kUnbounded<int64_t>, experiment);
+  auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
+  PreparedImages out;
+  if (get_string(c, "labels") == "random") {
+    const fs::path file =
+        get_string(c, "labels_file").empty()
+            ? default_labels_dir(get_string(c, "data_dir")) /
+                  fmt::format("{}-random-labels-seed{}.bin", data.name, get_int(c, "label_seed"))
+            : fs::path(get_string(c, "labels_file"));
+    data.train.labels = fixed_random_labels(data.train.size(), data.train.num_classes,
+                                            static_cast<uint64_t>(get_int(c, "label_seed")), file);
+    out.labels_file = file.string();
+    fmt::print("random labels: {}\n", out.labels_file);
+  }
+  keep_first(data.train, get_int(c, "n_train"));
+  keep_first(data.test, get_int(c, "n_test"));
+  const auto [mean, stdev] = channel_stats(data.train.images);
+  out.x_train = normalise(data.train.images, mean, stdev);
+  out.x_test = normalise(data.test.images, mean, stdev);
+  if (out.x_train.size(2) < min_size) {
+    const int64_t pad = (min_size - out.x_train.size(2)) / 2, extra = min_size - out.x_train.size(2) - 2 * pad;
+    out.x_train = torch::constant_pad_nd(out.x_train, {pad, pad + extra, pad, pad + extra}, 0);
+    out.x_test = torch::constant_pad_nd(out.x_test, {pad, pad + extra, pad, pad + extra}, 0);
+  }
+  out.y_train = data.train.labels;
+  out.y_test = data.test.labels;
+  out.name = data.name;
+  out.classes = data.train.num_classes;
+  return out;
+}
+
+}  // namespace pln::exp

@@ -1,0 +1,33 @@
+#pragma once
+// The image data every classifier experiment trains on, prepared from a
+// configuration: the data set, clean or fixed random labels, subsets,
+// per-channel normalisation with the training set's statistics, zero padding
+// up to a minimum size.
+//
+// Config keys: data (fashion-mnist | cifar10), data_dir, labels (clean |
+// random), label_seed, labels_file (default: beside the data when writable,
+// else under $XDG_CACHE_HOME/pln or ~/.cache/pln), n_train, n_test (0: all).
+
+#include "spec/config.h"
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace pln::exp {
+
+struct PreparedImages {
+  std::string name;            ///< the data set
+  torch::Tensor x_train, y_train, x_test, y_test;  ///< float32 [N, C, H, W] and int64 [N]
+  int64_t classes = 10;
+  std::string labels_file;     ///< the fixed random labels' file; "" for clean labels
+};
+
+/// The data keys above with their defaults.
+Config image_data_defaults();
+
+/// Throws std::invalid_argument naming `experiment` and the key at fault, or
+/// std::runtime_error naming the file at fault.
+PreparedImages prepare_images(const Config& config, int64_t min_size, const std::string& experiment);
+
+}  // namespace pln::exp
