@@ -20,7 +20,7 @@
 #include <spec/config.h>
 #include <spec/experiment.h>
 #include <sweep/gpu_slots.h>
-#include <sweep/grid.h>
+#include <sweep/cells.h>
 #include <train/divergence_guard.h>
 #include <train/schedule.h>
 

@@ -6,7 +6,7 @@
 #include "experiment_helpers.h"
 
 #include <spec/experiment.h>
-#include <sweep/grid.h>
+#include <sweep/cells.h>
 #include <records/csv.h>
 #include <run/run.h>
 #include <images/models.h>

@@ -5,7 +5,7 @@
 
 #include <records/csv.h>
 #include <spec/experiment.h>
-#include <sweep/grid.h>
+#include <sweep/cells.h>
 #include <run/run.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include "records/atomic_file.h"
 #include "records/csv.h"
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 #include "run/run.h"
 #include "experiment_helpers.h"
 #include "vit/model.h"

@@ -2,7 +2,7 @@
 // labels; with random labels the headline is the final training accuracy
 // (memorisation capacity of PLN-Nets against activation networks).
 
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 #include "images/images.h"
 #include "images/models.h"
 #include "images/train.h"

@@ -8,7 +8,7 @@
 #include "records/csv.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 
 #include <fmt/format.h>
 

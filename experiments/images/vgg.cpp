@@ -5,7 +5,7 @@
 // the VGG-Bias study (108 cells) are meant for a cluster:
 // `pln grid vgg --preset paper --emit slurm`.
 
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 #include "images/images.h"
 #include "images/models.h"
 #include "images/train.h"

@@ -10,7 +10,7 @@
 #include "records/tensor_csv.h"
 #include "run/checkpoint.h"
 #include "run/progress.h"
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 #include "train/divergence_guard.h"
 #include "train/schedule.h"
 

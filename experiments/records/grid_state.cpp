@@ -1,6 +1,6 @@
 #include "records/grid_state.h"
 
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 #include "records/json.h"
 #include "run/run.h"
 #include "spec/experiment.h"
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 
 #include <fmt/format.h>
 

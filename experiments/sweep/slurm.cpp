@@ -1,5 +1,7 @@
 #include "sweep/slurm.h"
 
+#include "sweep/launchers.h"
+
 #include "records/atomic_file.h"
 #include "sweep/process.h"
 
@@ -91,6 +93,22 @@ std::filesystem::path write_slurm_array(const SlurmArray& a, const SlurmOptions&
       shell_command({cells_path.string()}), shell_command({commands_path.string()}));
   write_file_atomic(script_path, script);
   return script_path;
+}
+
+void launch_slurm(const Sweep& sweep, const SlurmOptions& options) {
+  const auto& out = sweep.out;
+  const auto& name = sweep.experiment->name;
+  SlurmArray array{fmt::format("pln-{}-{}", name, sweep.grid), out, {}, {}, sweep.threads,
+                   fmt::format("pln grid {} --preset {} --out {}", name, sweep.grid, out.string())};
+  for (const auto* cell : sweep.pending) {
+    array.cell_dirs.push_back((out / cell->id).string());
+    array.commands.push_back(shell_command(sweep.command(*cell)));
+  }
+  SlurmOptions slurm = options;
+  if (sweep.on_cuda && slurm.gpus_per_cell == 0) slurm.gpus_per_cell = 1;  // a CUDA cell needs its GPU
+  const auto script = write_slurm_array(array, slurm);
+  fmt::print("wrote {} and {} ({} pending cells)\n", script.string(), (out / "commands.txt").string(),
+             sweep.pending.size());
 }
 
 }  // namespace pln::exp

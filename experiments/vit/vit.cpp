@@ -3,7 +3,7 @@
 
 #include "vit/vit.h"
 
-#include "sweep/grid.h"
+#include "sweep/cells.h"
 #include "vit/train.h"
 
 namespace pln::exp {
