@@ -65,7 +65,11 @@ def _as_op_layout(input: Tensor, layout: str) -> Tuple[Tensor, str]:
         return input, "ncl"
     if rank == 4:
         return input, "nchw"
-    return input.reshape(input.shape[0], input.shape[1], -1), "ncl"
+    # The trailing size spelled out: -1 is ambiguous when the batch is empty.
+    positions = 1
+    for size in input.shape[2:]:
+        positions *= int(size)
+    return input.reshape(input.shape[0], input.shape[1], positions), "ncl"
 
 
 def _check_group(num_features: int, num_per_group: int) -> None:
@@ -122,7 +126,15 @@ def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
         if bias is not None:
             y = y + bias.reshape(-1)
         return y.movedim(-1, axis)
-    xc = g - g.mean(-1, keepdim=True) if centering else g
+    if centering:
+        # Shifted by one of the group's own values first (the fused kernels'
+        # scheme): x - mean(x) would round at a common offset's magnitude and
+        # leave the centred values off-centre, which the gradients amplify.
+        # The result does not depend on the shift, so it carries no gradient.
+        shifted = g - g.narrow(-1, 0, 1).detach()
+        xc = shifted - shifted.mean(-1, keepdim=True)
+    else:
+        xc = g
     if q is None:  # parallel_ln
         stat = xc.pow(2).mean(-1, keepdim=True) if p == 2 else xc.abs().pow(p).mean(-1, keepdim=True)
         y = xc * (stat + eps).pow(-1.0 / p)

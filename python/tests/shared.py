@@ -30,6 +30,32 @@ def randomise(module, seed=0):
     return module
 
 
+def reference(x, g, weight=None, bias=None, eps=1e-5, centering=True, p=2.0, q=None, axis=-1):
+    """An independent statement of the formula, in float64: features moved last, grouped."""
+    x64 = x.double().movedim(axis, -1)
+    shape = x64.shape
+    xg = x64.reshape(*shape[:-1], shape[-1] // g, g)
+    # Shifted by a value of the group first (exact for close values), so that
+    # the reference itself does not round at a common offset's magnitude.
+    shifted = xg - xg[..., :1].detach()
+    xc = shifted - shifted.mean(-1, keepdim=True) if centering else xg
+    # Powers written so that autograd's derivatives are right where a centred
+    # value is exactly 0 (abs and sign have derivative 0 there): |x|^p as x^p
+    # for even p, sign(x) |x| as x.
+    stat = (xc ** p if p % 2 == 0 else xc.abs() ** p).mean(-1, keepdim=True)
+    if q is None:
+        y = xc / (stat + eps) ** (1 / p)
+    else:
+        num = xc if p == q else xc.sign() * xc.abs() ** (p / q)
+        y = num / (stat + eps) ** (1 / q)
+    y = y.reshape(shape)
+    if weight is not None:
+        y = y * weight.double()
+    if bias is not None:
+        y = y + bias.double()
+    return y.movedim(-1, axis).to(x.dtype)
+
+
 def run_python(code, cwd, env_extra=None, clean=True):
     """Runs `code` in a fresh interpreter; clean: without PLN_LIBRARY and PYTHONPATH."""
     env = dict(os.environ)

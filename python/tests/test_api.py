@@ -12,28 +12,9 @@ import torch.nn as nn
 import pln
 import pln.functional as PF
 from original import OriginalParallelLN
-from shared import REPO, TORCH, needs_torch2, randomise
+from shared import REPO, TORCH, needs_torch2, randomise, reference
 from pln.modules import _ParallelNorm
 
-
-
-def reference(x, g, weight=None, bias=None, eps=1e-5, centering=True, p=2.0, q=None, axis=-1):
-    """An independent statement of the formula, in float64: features moved last, grouped."""
-    x64 = x.double().movedim(axis, -1)
-    shape = x64.shape
-    xg = x64.reshape(*shape[:-1], shape[-1] // g, g)
-    xc = xg - xg.mean(-1, keepdim=True) if centering else xg
-    stat = (xc.abs() ** p).mean(-1, keepdim=True)
-    if q is None:
-        y = xc / (stat + eps) ** (1 / p)
-    else:
-        y = xc.sign() * xc.abs() ** (p / q) / (stat + eps) ** (1 / q)
-    y = y.reshape(shape)
-    if weight is not None:
-        y = y * weight.double()
-    if bias is not None:
-        y = y + bias.double()
-    return y.movedim(-1, axis).to(x.dtype)
 
 
 def params(c, seed=1, dtype=torch.float32):
