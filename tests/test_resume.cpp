@@ -167,20 +167,5 @@ TEST(Presets, StepKeysOutOfRangeNameTheKeyAndTheBound) {
   fs::remove_all(dir);
 }
 
-TEST(Presets, RecordsOfRenamedKeysReadUnderTheirNewNames) {
-  const auto& pinn = find_experiment("pinn");
-  CsvTable old = parse_csv("cell,iters,iters_per_s\nc0,4000,12.5\n", "old records");
-  upgrade_records(pinn, old);
-  EXPECT_EQ(old.get(0, "steps"), "4000");
-  EXPECT_EQ(old.get(0, "steps_done"), "4000");
-  EXPECT_EQ(old.get(0, "steps_per_s"), "12.5");
-  CsvTable today = parse_csv("cell,steps,steps_done\nc0,4000,3999\n", "records");
-  upgrade_records(pinn, today);
-  EXPECT_EQ(today.header.size(), 3u);  // nothing to rename
-  EXPECT_EQ(today.get(0, "steps_done"), "3999");
-  // Only a configuration key is renamed in a manifest's overrides.
-  EXPECT_EQ(upgrade_sets(pinn, {"iters=4000", "width=128"}), (std::vector<std::string>{"steps=4000", "width=128"}));
-}
-
 }  // namespace
 }  // namespace pln::exp

@@ -34,7 +34,7 @@ bool plot_one(const fs::path& given, const fs::path& out, bool quiet) {
   if (fs::exists(dir / "grid.json")) {
     const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
     if (!e.plot_grid) return false;
-    e.plot_grid(dir, exp::read_records(e, dir), out);
+    e.plot_grid(dir, exp::read_csv(dir / "records.csv"), out);
     if (!quiet) fmt::print("plotted grid {}{}\n", given.string(), out == given ? "" : " into " + out.string());
     return true;
   }

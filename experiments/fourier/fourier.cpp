@@ -216,7 +216,6 @@ Experiment fourier_experiment() {
   e.presets = {{"smoke", {{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}}},
                {"cpu", {{"steps", 3000}, {"warmup", 100}}},
                {"paper", {{"steps", 10000}, {"warmup", 500}}}};
-  e.renamed = {{"iters_per_s", "steps_per_s"}};
   e.grids = fourier::grids();
   e.run = fourier::run;
   e.resumable = true;

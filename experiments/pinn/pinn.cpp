@@ -334,7 +334,6 @@ Experiment pinn_experiment() {
                {"paper", {{"steps", 20000}, {"n_interior", 5000}, {"eval_every", 500}, {"ntk_every", 5000}}}};
   // Before the keys were named alike in every family: the configuration's
   // `iters` (steps to train) was merged in records with the summary's (steps trained).
-  e.renamed = {{"iters", "steps"}, {"iters", "steps_done"}, {"iters_per_s", "steps_per_s"}};
   e.grids = pinn::grids();
   e.run = pinn::run;
   e.resumable = true;

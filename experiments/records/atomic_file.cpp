@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <fstream>
+#include <sstream>
 
 namespace pln::exp {
 
@@ -47,6 +49,14 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
     ::unlink(tmpl.c_str());
     fail("cannot rename into place", path);
   }
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace pln::exp

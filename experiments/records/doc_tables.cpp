@@ -29,12 +29,9 @@ std::vector<std::string> read_lines(const fs::path& path) {
   return lines;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+// A generated table's lines as a block holds them: ending with a newline.
+std::string table_text(const fs::path& path) {
+  std::string s = read_text(path);
   if (!s.empty() && s.back() != '\n') s += '\n';
   return s;
 }
@@ -152,7 +149,7 @@ DocSync sync_doc_tables(const fs::path& root, const std::vector<fs::path>& docs,
         report.problems.push_back(fmt::format("{}: `pln plot {}` writes no {}", where, t.results, t.file));
         continue;
       }
-      const std::string generated = read_text(generated_path), current = joined(lines, b->first, b->end);
+      const std::string generated = table_text(generated_path), current = joined(lines, b->first, b->end);
       if (generated == current) continue;
       if (update) {
         std::vector<std::string> replacement;

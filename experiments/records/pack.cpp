@@ -23,14 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The distinct values of `key` over the cells' config.json files, as JSON.
 Config distinct(const std::vector<Config>& configs, const char* key) {
   std::set<std::string> seen;

@@ -57,7 +57,7 @@ void compare_with_code(const Experiment& e, const Config& manifest, const CsvTab
   for (const auto& cell : manifest.at("cells")) {
     const auto id = cell.at("id").get<std::string>();
     const auto it = today.find(id);
-    if (it == today.end() || it->second != upgrade_sets(e, cell.at("set").get<std::vector<std::string>>())) {
+    if (it == today.end() || it->second != cell.at("set").get<std::vector<std::string>>()) {
       if (changed_cells++ == 0) first_cell = id;
     }
   }
@@ -118,7 +118,7 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
   const auto records_path = dir / "records.csv";
   CsvTable records;
   try {
-    records = read_records(*experiment, dir);  // columns renamed since, under their new names too
+    records = read_csv(records_path);
   } catch (const std::exception& e) {
     problems.push_back(e.what());
     return;
@@ -187,9 +187,6 @@ void check_summary(const fs::path& path, std::vector<std::string>& problems) {
   } catch (const std::exception& e) {
     problems.push_back(fmt::format("{}: {}", path.string(), e.what()));
     return;
-  }
-  for (const auto& [old_name, new_name] : experiment->renamed) {  // an older summary's names
-    if (summary.contains(old_name) && !summary.contains(new_name)) summary[new_name] = summary[old_name];
   }
   for (const auto& metric : experiment->metrics) {
     if (!summary.contains(metric)) {

@@ -68,9 +68,6 @@ struct Experiment {
   std::string description;
   Config defaults = Config::object();  ///< every key the family takes, with its default
   std::vector<Preset> presets;         ///< e.g. smoke, cpu, paper, in the order the command line lists them
-  /// Keys and metrics renamed since earlier records, (old name, new name):
-  /// records written under the old name read under the new one.
-  std::vector<std::pair<std::string, std::string>> renamed;
   /// Keys the summary reports again, resolved (vit's `width` 0 is the size's
   /// width): records hold the summary's value, which is not the preset's.
   std::vector<std::string> resolved_in_summary;
@@ -99,15 +96,6 @@ struct Experiment {
   Config preset(const std::string& name) const;
   std::vector<std::string> preset_names() const;
 };
-
-/// Gives every column of `records` renamed since it was written its new name
-/// as well (a column two renames share fills both); records of today are
-/// left as they are.
-void upgrade_records(const Experiment& experiment, CsvTable& records);
-/// `sets` (key=value) with every renamed key under its new name.
-std::vector<std::string> upgrade_sets(const Experiment& experiment, std::vector<std::string> sets);
-/// `grid_dir`/records.csv, upgraded; throws std::runtime_error naming the file.
-CsvTable read_records(const Experiment& experiment, const std::filesystem::path& grid_dir);
 
 /// Every experiment family, in the order the command line lists them.
 const std::vector<Experiment>& experiments();

@@ -51,7 +51,7 @@ bool ran_with_cell_settings(const Experiment& experiment, const GridSpec& spec, 
   try {
     const auto config = read_json_file(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
-           without_device(upgrade_sets(experiment, config.at("set").get<std::vector<std::string>>())) ==
+           without_device(config.at("set").get<std::vector<std::string>>()) ==
                without_device(cell.sets);
   } catch (const std::exception&) {
     return false;
