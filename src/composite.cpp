@@ -20,12 +20,22 @@ torch::Tensor ungrouped(const torch::Tensor& g, const torch::Tensor& like,
   return features_restore(g.reshape_symint(features_last(like, spec.layout).sym_sizes()), spec.layout);
 }
 
+// The centred groups. Each group is shifted by its first value before its
+// mean is taken, as in the fused kernels: xg - mean(xg) would round at a
+// common offset's magnitude and leave the centred values off-centre, an error
+// that every derivative multiplies by rstd once more. The result does not
+// depend on the shift, which therefore carries no gradient.
+torch::Tensor centred(const torch::Tensor& xg) {
+  const torch::Tensor shifted = xg - xg.narrow(-1, 0, 1).detach();
+  return shifted - shifted.mean(-1, true);
+}
+
 }  // namespace
 
 torch::Tensor composite_forward(const torch::Tensor& x, const GroupNormSpec& spec,
                                 const torch::Tensor& weight, const torch::Tensor& bias) {
   const torch::Tensor xg = grouped(x, spec);
-  const torch::Tensor xc = spec.centering ? xg - xg.mean(-1, true) : xg;
+  const torch::Tensor xc = spec.centering ? centred(xg) : xg;
   torch::Tensor y;
   if (spec.p == 2.0 && spec.q == 2.0) {
     y = xc * (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
@@ -48,7 +58,7 @@ Gradients composite_backward(const torch::Tensor& dy, const torch::Tensor& x,
   const int64_t NG = spec.num_features / spec.num_per_group;
   const torch::Tensor xg = grouped(x, spec);
   const torch::Tensor dyg = grouped(dy, spec);
-  const torch::Tensor xc = spec.centering ? xg - xg.mean(-1, true) : xg;
+  const torch::Tensor xc = spec.centering ? centred(xg) : xg;
   const torch::Tensor rstd = (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
   const torch::Tensor y = xc * rstd;
   Gradients grads;
