@@ -65,11 +65,8 @@ def _as_op_layout(input: Tensor, layout: str) -> Tuple[Tensor, str]:
         return input, "ncl"
     if rank == 4:
         return input, "nchw"
-    # The trailing size spelled out: -1 is ambiguous when the batch is empty.
-    positions = 1
-    for size in input.shape[2:]:
-        positions *= int(size)
-    return input.reshape(input.shape[0], input.shape[1], positions), "ncl"
+    # flatten, not reshape(N, C, -1), which is ambiguous for an empty batch.
+    return input.flatten(2), "ncl"
 
 
 def _check_group(num_features: int, num_per_group: int) -> None:

@@ -13,6 +13,7 @@ leg) the cases are searched and a failure is printed with the case and the
 blob that replays it; without it (Debian's 1.13 leg) the same generator runs
 a fixed number of seeded cases, each its own test id (`-k seed_17`)."""
 
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -146,10 +147,7 @@ def lay_out(base: torch.Tensor, case: Case) -> torch.Tensor:
     if case.memory == "expanded":
         return base.expand(shape)
     if case.memory == "storage_offset":
-        numel = 1
-        for s in shape:
-            numel *= s
-        return base.narrow(0, 3, numel).view(shape)
+        return base.narrow(0, 3, math.prod(shape)).view(shape)
     return base
 
 
@@ -164,10 +162,7 @@ def leaf_shape(case: Case) -> Tuple[int, ...]:
     elif case.memory == "expanded":
         shape[d] = 1
     elif case.memory == "storage_offset":
-        numel = 1
-        for s in case.shape:
-            numel *= s
-        shape = [numel + 5]
+        shape = [math.prod(case.shape) + 5]
     return tuple(shape)
 
 
