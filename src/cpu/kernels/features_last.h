@@ -18,7 +18,7 @@ namespace {
 // The scalar forward of groups of G contiguous features (the features-last
 // layouts: NC, NTC, NHWC and channels-last NCHW); group k of the row uses
 // weight[k * G ...]. kG > 0 fixes the group size at compile time, so the loops
-// over a group unroll. The formula is the forward's above.
+// over a group unroll. The formula is the forward's (cpu/kernels.cpp).
 template <typename T, bool kCenter, int kG = 0>
 void forward_groups(const T* x, T* y, int64_t ngroups, int64_t G_rt, const T* w, const T* b,
                     T* mean, T* rstd, T eps) {

@@ -42,7 +42,8 @@ inline __m512 spread_octets(__m512 v, int lo, int hi) {
 // so the group of lane p sits in lane p of register p % 8: the shifts (one
 // value per group, against cancellation as in stats_groups_avx2) are a blend.
 // A 512-bit shuffle does twice the work of a 256-bit one at the same cost
-// here: ~1.3x over the AVX2 path before the pipelining below. A block is
+// here, so this beats the AVX2 path even before the pipelining below
+// (measurements: bench/results/cpu-kernel-notes.md). A block is
 // its statistics (octet_stats), then its output (octet_apply). Scalar twin:
 // forward_groups<float, kCenter, 8>, with the statistics in one pass
 // (mean(d^2) - m^2) and y = fmadd(fmadd(d, rstd, -m_shifted * rstd), w, b).
@@ -62,7 +63,7 @@ inline OctetBlock octet_stats_avx512(const float* x, float* mean, float* rstd, f
     r[e] = _mm512_loadu_ps(x + 16 * e);
     if (kCenter) {
       // [x[16e + e] x 8 | x[16e + 8 + e] x 8]: one value of each of the register's
-      // groups (a shuffle here measured 1.04x faster than two broadcast loads)
+      // groups (a shuffle here beat two broadcast loads; see the notes below)
       const __m512 s = spread_octets(r[e], e, e + 8);
       d[e] = _mm512_sub_ps(r[e], s);
       const __mmask16 lanes_of_e = __mmask16((1u << e) | (1u << (e + 8)));
@@ -124,10 +125,10 @@ inline void octet_apply_avx512(const OctetBlock& blk, float* y, const float* w, 
 // each row, the statistics do not). Software-pipelined: the statistics of
 // block j + 1 come before the output of block j, whose operands wait on a
 // long reduce-sqrt-divide chain; in program order the scheduler would fill
-// with them and stall the next block's independent work. On L2-resident
-// data, [128, 512]: 1.1x when each row of four blocks is a pipeline of its
-// own, 1.3x through all the rows. The same operations as one block at a
-// time: the same bits.
+// with them and stall the next block's independent work. The pipeline runs
+// through all the rows, not row by row, for the same reason. The same
+// operations as one block at a time: the same bits. (Measurements of these
+// kernels: bench/results/cpu-kernel-notes.md.)
 template <bool kCenter, bool kSaveStats, bool kStream = false>
 void forward_octet_blocks_avx512(const float* x, float* y, const float* w, const float* b,
                                  float* mean, float* rstd, int64_t n, int64_t period, float eps) {
@@ -144,9 +145,7 @@ void forward_octet_blocks_avx512(const float* x, float* y, const float* w, const
   }
   octet_apply_avx512<kStream>(blk, y + 128 * (n - 1), w + 128 * c, b + 128 * c);
 }
-#endif  // PLN_HAVE_AVX512
 
-#if PLN_HAVE_AVX512
 // A group's value over its lanes from memory (two broadcast loads), where
 // the shuffle unit, which bounds this kernel, is busy with the sums.
 inline __m512 lanes_of_octets(const float* v, int e) {
@@ -160,8 +159,8 @@ inline __m512 lanes_of_octets(const float* v, int e) {
 // backward_groups_avx2<float, kCenter, 1>'s operation for operation (the same
 // sums in the same order, the same fused operations, dy * w - a among them),
 // so both give the same bits: a row mixes them, and records made before this
-// kernel existed rerun to the same bits (results_rerun_bit_for_bit). ~1.25x
-// over the AVX2 path (kernel alone, data in L2). Scalar twin:
+// kernel existed rerun to the same bits (results_rerun_bit_for_bit). Twice
+// the groups a shuffle: faster than the AVX2 path. Scalar twin:
 // backward_groups<float, kCenter, 8>.
 struct OctetGradBlock {
   __m512 d[8];          // x - mean
@@ -239,24 +238,17 @@ inline void octet_grad_apply_avx512(const OctetGradBlock& blk, const float* dy, 
 }
 
 // Blocks [0, n) of a row, pipelined as forward_octet_blocks_avx512 (the
-// sums of block j + 1 before the outputs of block j; 1.03x on L2-resident
-// data, the backward's chain being shorter). The two loops are written out:
-// one helper taking the two steps as lambdas measured 1.05-1.1x slower in
-// both (GCC 12).
+// sums of block j + 1 before the outputs of block j; a smaller gain, the
+// backward's chain being shorter). The two loops are written out: one
+// helper taking the two steps as lambdas was slower in both (GCC 12).
 //
 // kStream (dx of kStreamBytes or more, rows 64-byte aligned; the caller
 // fences): dx is written around the cache and x and dy are prefetched 8 KiB
-// ahead. On a Zen 5 machine, one thread, [4096, 512] (8 MiB), the kernel
-// took 0.46-0.49 ns a value stored through the cache and 0.23 with both
-// (0.34 streamed alone, 0.35 prefetched 4 KiB ahead alone), followed by a read of dx
-// 0.52-0.61 against 0.33-0.34; at 16 MiB 0.56-0.58 against 0.23-0.34. At
-// 4 MiB, where x, dy and dx stay in the L3, streaming lost with the read
-// (0.32 against 0.29 ns), hence the common threshold. On a Zen 4 machine
-// the kernel is at its arithmetic (0.31-0.33 ns a value on L2-resident data
-// and with 4 MiB each in the L3), and streamed and prefetched it took
-// 0.41-0.61 against 0.42-0.54 at one thread (8 and 16 MiB) and 0.56-0.63
-// against 0.37-0.49 ns a value and thread at two (each alone: 0.41-0.54),
-// so it streams only where streams_octet_backward() says.
+// ahead. Where the kernel is bound by memory (Zen 5) that halves its time,
+// and below kStreamBytes, where x, dy and dx stay in the L3, it loses to a
+// reader of dx; where it is bound by its arithmetic (Zen 4) streaming only
+// costs, so it streams only where streams_octet_backward() says
+// (measurements: bench/results/cpu-kernel-notes.md).
 template <bool kCenter, bool kStream>
 void backward_octet_blocks_avx512(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* w, float* dx, float* dw,

@@ -22,7 +22,7 @@ constexpr int64_t kChunk = 512;
 
 // The scalar forward of one chunk of n positions of one group (the inner-strided
 // layouts: NCHW, NCL); row j of the group starts at x + j * stride. Per
-// position, as above:
+// position, as the forward's formula (cpu/kernels.cpp):
 //   m = mean_j(x_j - s),  r = 1 / sqrt(mean_j(((x_j - s) - m)^2) + eps)
 //   y_j = ((x_j - s) - m) * r * w_j + b_j,  saved mean = s + m
 template <typename T, bool kCenter>
@@ -60,9 +60,8 @@ void forward_chunk(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const
 // The forward reads a group's chunk twice: once for its statistics, from
 // memory, and once for its output, from L2. With a group's rows a plane apart,
 // the hardware prefetchers follow these short row runs poorly, so the output
-// pass prefetches the task's next chunk into L2: ~1.25x on the 32 MiB NCHW
-// benchmark shape at one thread. The backward and the portable forward
-// measured no gain from it.
+// pass prefetches the task's next chunk into L2 (the portable forward gains
+// nothing from it; measurements: bench/results/cpu-kernel-notes.md).
 struct NextChunk {
   int64_t offset = 0;  // from the current chunk, in elements
   int64_t n = 0;       // positions per row; 0: the task has no next chunk
@@ -76,7 +75,7 @@ inline NextChunk next_chunk(int64_t i0, int64_t I, int64_t G, bool more_slabs) {
 
 // Scalar twin: forward_chunk (which also takes the positions past the last
 // multiple of 8). Eight float positions at a time, the statistics in one pass
-// (mean(d^2) - m^2, see the forward's formula above).
+// (mean(d^2) - m^2, see the forward's formula in cpu/kernels.cpp).
 // kStream: y rows are 32-byte aligned and the output is too large to stay in
 // cache, so it is written with non-temporal stores (no read-for-ownership).
 template <bool kCenter, bool kStream>
@@ -156,7 +155,7 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
 
 // The per-row sums for dweight/dbias go into kSumLanes partial sums, one per
 // position modulo kSumLanes: the compiler vectorises these without
-// reassociating float arithmetic (which would undo the centring above).
+// reassociating float arithmetic (which would undo the centring, see cpu/kernels.cpp).
 constexpr int64_t kSumLanes = 16;
 
 // The scalar backward of one chunk of n positions of one group (as forward_chunk).
