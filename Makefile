@@ -13,8 +13,10 @@ VENV ?= .venv
 TORCH2_BUILD_DIR ?= build-torch2
 LIBRARY_BUILD_DIR ?= build-library
 # ccache keys paths relative to the checkout, so that a second build directory
-# (build-library/ beside build/) finds the objects the first one compiled.
+# (build-library/ beside build/) finds the objects the first one compiled, and
+# caches the compilations that use the precompiled LibTorch header.
 export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 .PHONY: all bootstrap configure build demo test test-library bench clean venv test-torch2
 
@@ -40,10 +42,11 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # The library, its tests, benchmarks and examples without the experiments and
-# the command line: the build must not need them. Its tests are the library's
-# own; the Python suites and the installed copy, which take the same library,
-# are left to `make test`.
-LIBRARY_CTEST_EXCLUDE ?= ^(python_|install_)
+# the command line: the build must not need them. The library's tests run as
+# whole binaries (library_tests_*, cuda_kernels_on_cpu) with the examples and
+# benchmarks; the one-process-per-case runs of the same tests (named Suite.Case),
+# the Python suites and the installed copy take the same library in `make test`.
+LIBRARY_CTEST_EXCLUDE ?= ^(python_|install_|[A-Z])
 $(LIBRARY_BUILD_DIR)/build.ninja: | bootstrap
 	cmake -S . -B $(LIBRARY_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLN_BUILD_APPS=OFF $(CMAKE_ARGS)
 
