@@ -102,6 +102,29 @@ TEST(SecondDerivative, InputDerivativeOfAPinnLikeNetwork) {
   EXPECT_TRUE(torch::allclose(fused, composite, 1e-10, 1e-10));
 }
 
+TEST(SecondDerivative, GradientGraphKeepsItsDigitsAtACommonOffset) {
+  // A gradient taken with create_graph runs the composite formulas; in float32
+  // at offset 1e4 they must centre as the fused kernels do (shift, then
+  // mean), or the centred values are off by the mean's rounding and dx, which
+  // multiplies them by rstd twice, loses three to four digits.
+  torch::manual_seed(26);
+  const auto x64 = torch::randn({64, 16}, torch::kDouble) * 2 + 1e4;
+  const auto dy64 = torch::randn({64, 16}, torch::kDouble);
+  const auto options = ParallelLNOptions(16, 2).dim(2).affine(false);
+  // The reference sees the float32 inputs exactly.
+  const auto x32 = x64.to(torch::kFloat).to(torch::kDouble).requires_grad_();
+  const auto y32 = functional::parallel_ln(x32, options);
+  const auto reference = torch::autograd::grad({y32}, {x32}, {dy64}, true, false)[0];
+  const double scale = reference.abs().max().item<double>();
+  for (bool create_graph : {false, true}) {
+    SCOPED_TRACE(create_graph ? "create_graph" : "first order");
+    const auto x = x64.to(torch::kFloat).requires_grad_();
+    const auto y = functional::parallel_ln(x, options);
+    const auto got = torch::autograd::grad({y}, {x}, {dy64.to(torch::kFloat)}, true, create_graph)[0];
+    EXPECT_LT((got.to(torch::kDouble) - reference).abs().max().item<double>(), 1e-5 * scale);
+  }
+}
+
 // Passes its input through and gives back no gradient (an undefined tensor),
 // as autograd functions may for an input that does not matter.
 struct NoGradientBack : torch::autograd::Function<NoGradientBack> {

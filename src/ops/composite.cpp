@@ -27,6 +27,16 @@ at::Tensor ungrouped(const at::Tensor& g, const at::Tensor& like, const Parallel
                                   spec.layout);
 }
 
+// The centred groups. Each group is shifted by its first value before its
+// mean is taken, as in the fused kernels: xg - mean(xg) would round at a
+// common offset's magnitude and leave the centred values off-centre, an error
+// that every derivative multiplies by rstd once more. The result does not
+// depend on the shift, which therefore carries no gradient.
+at::Tensor centred(const at::Tensor& xg) {
+  const at::Tensor shifted = xg - xg.narrow(-1, 0, 1).detach();
+  return shifted - shifted.mean(-1, true);
+}
+
 at::Tensor run(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                const ParallelNormSpec& spec) {
   // The same strides as the fused kernels' outputs, which the Meta kernels promise.
@@ -38,7 +48,7 @@ at::Tensor run(const at::Tensor& input, const OptionalTensor& weight, const Opti
 at::Tensor forward(const at::Tensor& x, const ParallelNormSpec& spec, const at::Tensor& weight,
                    const at::Tensor& bias) {
   const at::Tensor xg = grouped(x, spec);
-  const at::Tensor xc = spec.centering ? xg - xg.mean(-1, true) : xg;
+  const at::Tensor xc = spec.centering ? centred(xg) : xg;
   at::Tensor y;
   if (spec.p == 2.0 && spec.q == 2.0) {
     y = xc * (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
@@ -65,7 +75,7 @@ Gradients backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& 
   const int64_t NG = spec.num_features / spec.num_per_group;
   const at::Tensor xg = grouped(x, spec);
   const at::Tensor dyg = grouped(dy, spec);
-  const at::Tensor xc = spec.centering ? xg - xg.mean(-1, true) : xg;
+  const at::Tensor xc = spec.centering ? centred(xg) : xg;
   const at::Tensor rstd = (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
   const at::Tensor y = xc * rstd;
   Gradients grads;
