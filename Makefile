@@ -2,6 +2,8 @@
 # Each installs missing Debian packages, configures (Release, Ninja) and builds.
 # PyTorch 2.x: `make venv` (.venv/ with pip's torch and the package) and
 # `make test-torch2` (the whole suite against that torch, in build-torch2/).
+# `make test-library`: the library alone (-DPLN_BUILD_APPS=OFF, in
+# build-library/), built and tested without the experiments.
 
 BUILD_DIR ?= build
 CMAKE_ARGS ?=
@@ -9,8 +11,14 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 VENV ?= .venv
 TORCH2_BUILD_DIR ?= build-torch2
+LIBRARY_BUILD_DIR ?= build-library
+# ccache keys paths relative to the checkout, so that a second build directory
+# (build-library/ beside build/) finds the objects the first one compiled, and
+# caches the compilations that use the precompiled LibTorch header.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all bootstrap configure build demo test bench clean venv test-torch2
+.PHONY: all bootstrap configure build demo test test-library bench clean venv test-torch2
 
 all: build
 
@@ -33,6 +41,19 @@ demo: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
+# The library, its tests, benchmarks and examples without the experiments and
+# the command line: the build must not need them. The library's tests run as
+# whole binaries (library_tests_*, cuda_kernels_on_cpu) with the examples and
+# benchmarks; the one-process-per-case runs of the same tests (named Suite.Case),
+# the Python suites and the installed copy take the same library in `make test`.
+LIBRARY_CTEST_EXCLUDE ?= ^(python_|install_|[A-Z])
+$(LIBRARY_BUILD_DIR)/build.ninja: | bootstrap
+	cmake -S . -B $(LIBRARY_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLN_BUILD_APPS=OFF $(CMAKE_ARGS)
+
+test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
+	cmake --build $(LIBRARY_BUILD_DIR) -j $(JOBS)
+	cd $(LIBRARY_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -E '$(LIBRARY_CTEST_EXCLUDE)' $(CTEST_ARGS)
+
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
 	$(BUILD_DIR)/bench/pln_bench
@@ -53,4 +74,4 @@ test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 	cd $(TORCH2_BUILD_DIR) && PLN_REQUIRE_INSTALLED=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) build-pip
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) build-pip

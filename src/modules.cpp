@@ -28,16 +28,19 @@ void register_affine(torch::nn::Module& module, bool affine, int64_t num_feature
 
 }  // namespace
 
-ParallelLNImpl::ParallelLNImpl(const ParallelLNOptions& options_) : options(options_) {
-  reset();
-}
-
-void ParallelLNImpl::reset() {
+template <typename Derived, typename Options>
+void NormImplBase<Derived, Options>::reset() {
   options.validate();
   register_affine(*this, options.affine(), options.num_features(), weight, bias);
 }
 
-void ParallelLNImpl::reset_parameters() { init_affine(weight, bias); }
+template <typename Derived, typename Options>
+void NormImplBase<Derived, Options>::reset_parameters() {
+  init_affine(weight, bias);
+}
+
+template class NormImplBase<ParallelLNImpl, ParallelLNOptions>;
+template class NormImplBase<PQNormImpl, PQNormOptions>;
 
 void ParallelLNImpl::pretty_print(std::ostream& stream) const {
   stream << std::boolalpha << "pln::ParallelLN(" << options.num_features()
@@ -51,15 +54,6 @@ void ParallelLNImpl::pretty_print(std::ostream& stream) const {
 torch::Tensor ParallelLNImpl::forward(const torch::Tensor& input) {
   return functional::parallel_ln(input, options, weight, bias);
 }
-
-PQNormImpl::PQNormImpl(const PQNormOptions& options_) : options(options_) { reset(); }
-
-void PQNormImpl::reset() {
-  options.validate();
-  register_affine(*this, options.affine(), options.num_features(), weight, bias);
-}
-
-void PQNormImpl::reset_parameters() { init_affine(weight, bias); }
 
 void PQNormImpl::pretty_print(std::ostream& stream) const {
   stream << std::boolalpha << "pln::PQNorm(" << options.num_features()

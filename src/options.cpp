@@ -49,9 +49,9 @@ int64_t layout_channel_axis(Layout layout) {
   }
 }
 
-namespace {
+namespace detail {
 
-Layout layout_for(int64_t dim, const std::optional<Layout>& layout) {
+Layout resolve_layout(int64_t dim, const std::optional<Layout>& layout) {
   if (layout) return *layout;
   switch (dim) {
     case 2: return Layout::kNC;
@@ -63,42 +63,20 @@ Layout layout_for(int64_t dim, const std::optional<Layout>& layout) {
   }
 }
 
-void check_grouping(int64_t num_features, int64_t num_per_group) {
+void check_options(int64_t num_features, int64_t num_per_group, double eps, double p) {
   TORCH_CHECK(num_features > 0, "pln: num_features must be positive, got ", num_features);
   TORCH_CHECK(num_per_group > 0, "pln: num_per_group must be positive, got ", num_per_group);
   TORCH_CHECK(num_features % num_per_group == 0, "pln: num_features (", num_features,
               ") must be divisible by num_per_group (", num_per_group, ")");
-}
-
-void check_eps(double eps) {
   TORCH_CHECK(eps >= 0.0, "pln: eps must be >= 0, got ", eps);  // also rejects NaN
+  TORCH_CHECK(p >= 1.0, "pln: p must be >= 1, got ", p);
 }
 
-}  // namespace
-
-ParallelLNOptions::ParallelLNOptions(int64_t num_features, int64_t num_per_group)
-    : num_features_(num_features), num_per_group_(num_per_group) {}
-
-Layout ParallelLNOptions::resolved_layout() const { return layout_for(dim_, layout_); }
-
-void ParallelLNOptions::validate() const {
-  check_grouping(num_features_, num_per_group_);
-  check_eps(eps_);
-  TORCH_CHECK(p_ >= 1.0, "pln: p must be >= 1, got ", p_);
-  resolved_layout();
-}
-
-PQNormOptions::PQNormOptions(int64_t num_features, int64_t num_per_group)
-    : num_features_(num_features), num_per_group_(num_per_group) {}
-
-Layout PQNormOptions::resolved_layout() const { return layout_for(dim_, layout_); }
+}  // namespace detail
 
 void PQNormOptions::validate() const {
-  check_grouping(num_features_, num_per_group_);
-  check_eps(eps_);
-  TORCH_CHECK(p_ >= 1.0, "pln: p must be >= 1, got ", p_);
+  NormOptionsBase::validate();
   TORCH_CHECK(q_ >= 1.0, "pln: q must be >= 1, got ", q_);
-  resolved_layout();
 }
 
 }  // namespace pln

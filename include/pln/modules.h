@@ -9,38 +9,44 @@
 
 namespace pln {
 
-class ParallelLNImpl : public torch::nn::Cloneable<ParallelLNImpl> {
+/// What the modules of the family share, as torch::nn::NormImplBase is for
+/// LibTorch's: the options, the affine parameters and their (re)initialisation.
+template <typename Derived, typename Options>
+class NormImplBase : public torch::nn::Cloneable<Derived> {
  public:
-  ParallelLNImpl(int64_t num_features, int64_t num_per_group)
-      : ParallelLNImpl(ParallelLNOptions(num_features, num_per_group)) {}
-  explicit ParallelLNImpl(const ParallelLNOptions& options_);
+  NormImplBase(int64_t num_features, int64_t num_per_group)
+      : NormImplBase(Options(num_features, num_per_group)) {}
+  explicit NormImplBase(const Options& options_) : options(options_) { reset(); }
 
+  /// Checks the options and registers `weight` and `bias`.
   void reset() override;
+  /// Ones and zeros again.
   void reset_parameters();
-  void pretty_print(std::ostream& stream) const override;
-  torch::Tensor forward(const torch::Tensor& input);
 
-  ParallelLNOptions options;
+  Options options;
   torch::Tensor weight;  ///< [C], ones initially; undefined unless affine
   torch::Tensor bias;    ///< [C], zeros initially; undefined unless affine
 };
-TORCH_MODULE(ParallelLN);
 
-class PQNormImpl : public torch::nn::Cloneable<PQNormImpl> {
+class ParallelLNImpl : public NormImplBase<ParallelLNImpl, ParallelLNOptions> {
  public:
-  PQNormImpl(int64_t num_features, int64_t num_per_group)
-      : PQNormImpl(PQNormOptions(num_features, num_per_group)) {}
-  explicit PQNormImpl(const PQNormOptions& options_);
+  using NormImplBase::NormImplBase;
 
-  void reset() override;
-  void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& input);
+};
+TORCH_MODULE(ParallelLN);
 
-  PQNormOptions options;
-  torch::Tensor weight;
-  torch::Tensor bias;
+class PQNormImpl : public NormImplBase<PQNormImpl, PQNormOptions> {
+ public:
+  using NormImplBase::NormImplBase;
+
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(const torch::Tensor& input);
 };
 TORCH_MODULE(PQNorm);
+
+extern template class NormImplBase<ParallelLNImpl, ParallelLNOptions>;
+extern template class NormImplBase<PQNormImpl, PQNormOptions>;
 
 }  // namespace pln

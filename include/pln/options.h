@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace pln {
 
@@ -29,56 +30,84 @@ int64_t layout_rank(Layout layout);
 /// Index of the feature axis in `layout`.
 int64_t layout_channel_axis(Layout layout);
 
-/// Options for pln::ParallelLN and pln::functional::parallel_ln.
-///
-///   pln::ParallelLN norm(pln::ParallelLNOptions(64, 8).dim(4));
-struct ParallelLNOptions {
-  ParallelLNOptions(int64_t num_features, int64_t num_per_group);
+namespace detail {
+/// The layout `dim` names, or `layout` when set; throws c10::Error for any other dim.
+Layout resolve_layout(int64_t dim, const std::optional<Layout>& layout);
+/// Throws c10::Error naming the offending value if the grouping, eps or p is impossible.
+void check_options(int64_t num_features, int64_t num_per_group, double eps, double p);
+}  // namespace detail
+
+/// TORCH_ARG for NormOptionsBase: the setter returns the derived options, so
+/// that calls chain across shared and own arguments (PQNormOptions(8, 4).eps(1e-4).q(3)).
+#define PLN_OPTIONS_ARG(T, name)                                             \
+ public:                                                                    \
+  Derived& name(const T& new_##name) {                                      \
+    this->name##_ = new_##name;                                             \
+    return static_cast<Derived&>(*this);                                    \
+  }                                                                         \
+  Derived& name(T&& new_##name) {                                           \
+    this->name##_ = std::move(new_##name);                                  \
+    return static_cast<Derived&>(*this);                                    \
+  }                                                                         \
+  const T& name() const noexcept { return this->name##_; }                  \
+  T& name() noexcept { return this->name##_; }                              \
+                                                                            \
+ private:                                                                   \
+  T name##_
+
+/// What the options of every module of the family hold: the grouping, the
+/// layout, eps, centering, affine and the exponent p of the group statistic.
+/// A base in the way of torch::nn::ConvOptions: each setter returns `Derived`.
+template <typename Derived>
+struct NormOptionsBase {
+  NormOptionsBase(int64_t num_features, int64_t num_per_group)
+      : num_features_(num_features), num_per_group_(num_per_group) {}
 
   /// Number of features C on the feature axis.
-  TORCH_ARG(int64_t, num_features);
+  PLN_OPTIONS_ARG(int64_t, num_features);
   /// Features per group g; C must be a multiple of g. g = C is plain LN.
-  TORCH_ARG(int64_t, num_per_group);
+  PLN_OPTIONS_ARG(int64_t, num_per_group);
   /// Added to the group statistic before the root. Default 1e-5.
-  TORCH_ARG(double, eps) = 1e-5;
+  PLN_OPTIONS_ARG(double, eps) = 1e-5;
   /// Subtract the group mean (PLN). false gives parallel layer scaling (PLS).
-  TORCH_ARG(bool, centering) = true;
+  PLN_OPTIONS_ARG(bool, centering) = true;
   /// Learnable per-feature weight and bias (ones and zeros initially).
-  TORCH_ARG(bool, affine) = true;
+  PLN_OPTIONS_ARG(bool, affine) = true;
   /// Layout as in the original module: 2 -> [N, C], 3 -> [N, T, C], 4 -> [N, C, H, W].
-  TORCH_ARG(int64_t, dim) = 4;
+  PLN_OPTIONS_ARG(int64_t, dim) = 4;
   /// Exponent of the group statistic mean(|x - mu|^p); p = 2 is the paper's operator.
-  TORCH_ARG(double, p) = 2.0;
+  PLN_OPTIONS_ARG(double, p) = 2.0;
   /// Explicit layout; overrides `dim` when set.
-  TORCH_ARG(std::optional<Layout>, layout) = std::nullopt;
-
+  PLN_OPTIONS_ARG(std::optional<Layout>, layout) = std::nullopt;
 
  public:
   /// The layout in force: `layout` if set, else the one `dim` names.
-  Layout resolved_layout() const;
+  Layout resolved_layout() const { return detail::resolve_layout(dim_, layout_); }
   int64_t num_groups() const { return num_features_ / num_per_group_; }
   /// Throws c10::Error naming the offending value if the options are impossible.
-  void validate() const;
+  void validate() const {
+    detail::check_options(num_features_, num_per_group_, eps_, p_);
+    resolved_layout();
+  }
+};
+#undef PLN_OPTIONS_ARG
+
+/// Options for pln::ParallelLN and pln::functional::parallel_ln.
+///
+///   pln::ParallelLN norm(pln::ParallelLNOptions(64, 8).dim(4));
+struct ParallelLNOptions : NormOptionsBase<ParallelLNOptions> {
+  using NormOptionsBase::NormOptionsBase;
 };
 
 /// Options for pln::PQNorm: y = sign(xc)|xc|^(p/q) / (mean|xc|^p + eps)^(1/q).
 /// p = q = 2 is PLN (centering) or PLS (no centering).
-struct PQNormOptions {
-  PQNormOptions(int64_t num_features, int64_t num_per_group);
+struct PQNormOptions : NormOptionsBase<PQNormOptions> {
+  using NormOptionsBase::NormOptionsBase;
 
-  TORCH_ARG(int64_t, num_features);
-  TORCH_ARG(int64_t, num_per_group);
-  TORCH_ARG(double, p) = 2.0;
+  /// Root of the statistic and exponent p / q of the numerator.
   TORCH_ARG(double, q) = 2.0;
-  TORCH_ARG(double, eps) = 1e-5;
-  TORCH_ARG(bool, centering) = true;
-  TORCH_ARG(bool, affine) = true;
-  TORCH_ARG(int64_t, dim) = 4;
-  TORCH_ARG(std::optional<Layout>, layout) = std::nullopt;
 
  public:
-  Layout resolved_layout() const;
-  int64_t num_groups() const { return num_features_ / num_per_group_; }
   void validate() const;
 };
 

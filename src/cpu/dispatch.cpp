@@ -71,12 +71,10 @@ unsigned amd_family() {
 
 }  // namespace
 
-// Streaming the backward's dx was measured (kernel alone, [4096, 512] float,
-// see backward_octet_blocks_avx512) 2x faster on a Zen 5 machine, where the
-// kernel is otherwise bound by memory, and 1.3-1.5x slower at two threads on
-// a Zen 4 one (even at one), where it is bound by its arithmetic and x, dy
-// and dx stay in the L3; not measured on other CPUs, which store
-// through the cache as the kernel did before commit 9c853cd.
+// Streaming the backward's dx pays where the kernel is otherwise bound by
+// memory (Zen 5) and costs where it is bound by its arithmetic (Zen 4); other
+// CPUs, not measured, store through the cache as the kernel did before
+// commit 9c853cd (measurements: bench/results/cpu-kernel-notes.md).
 bool streams_octet_backward() {
   static const bool on = [] {
     if (const auto wanted = environment_setting("PLN_CPU_STREAM_BACKWARD")) {

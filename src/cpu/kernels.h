@@ -54,7 +54,7 @@ PLN_DECLARE_KERNELS(avx512)
 const char* capability();
 
 /// Whether the AVX-512 backward of float groups of 8 writes a dx of 8 MiB or
-/// more around the cache (and prefetches x and dy): where that measured faster,
+/// more around the cache (and prefetches x and dy): where that is faster,
 /// AMD family 1Ah (Zen 5), unless PLN_CPU_STREAM_BACKWARD is 1 (always) or 0
 /// (never). Any other value is an error on every backward call.
 bool streams_octet_backward();

@@ -106,22 +106,21 @@ at::Tensor placeholder(const OptionalTensor& t, const at::Tensor& input) {
 at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                        int64_t num_features, int64_t num_per_group, double eps, bool centering,
                        c10::string_view layout, double p) {
-  if (wants_tangent(input, weight, bias)) {
-    const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, p);
-    check_tensors(input, weight, bias, spec);
-    return detail::composite_forward(input, spec, value_or_undefined(weight), value_or_undefined(bias));
+  // Without a tangent: below autograd when nothing records the call, else the
+  // fused forward op under ParallelLNFunction where the fused kernels take the
+  // input. Otherwise the composite formulation, which autograd records.
+  if (!wants_tangent(input, weight, bias)) {
+    if (!wants_grad(input, weight, bias)) {
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
+    }
+    if (has_fused_kernels(input, p)) {
+      return std::get<0>(
+          ops::parallel_ln_forward(input, weight, bias, num_features, num_per_group, eps, centering, layout));
+    }
   }
-  if (!wants_grad(input, weight, bias)) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
-  }
-  if (has_fused_kernels(input, p)) {
-    return std::get<0>(
-        ops::parallel_ln_forward(input, weight, bias, num_features, num_per_group, eps, centering, layout));
-  }
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, p);
-  check_tensors(input, weight, bias, spec);
-  return detail::composite_forward(input, spec, value_or_undefined(weight), value_or_undefined(bias));
+  return composite::checked_forward(input, weight, bias,
+                                    checked_spec(num_features, num_per_group, eps, centering, layout, p, p));
 }
 
 at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
@@ -135,8 +134,7 @@ at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const 
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return ops::pq_norm(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
   }
-  check_tensors(input, weight, bias, spec);
-  return detail::composite_forward(input, spec, value_or_undefined(weight), value_or_undefined(bias));
+  return composite::checked_forward(input, weight, bias, spec);
 }
 
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,
@@ -163,8 +161,8 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
   // from the input).
   const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
   check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
-  auto g = detail::composite_backward(grad_output, input, value_or_undefined(weight), spec,
-                                      /*want_dx=*/true, /*want_dweight=*/true, /*want_dbias=*/true);
+  auto g = composite::backward(grad_output, input, value_or_undefined(weight), spec,
+                               /*want_dx=*/true, /*want_dweight=*/true, /*want_dbias=*/true);
   return {g.dx, g.dweight, g.dbias};
 }
 

@@ -26,10 +26,12 @@ void check_fused_dtype(const at::Tensor& x, const char* op) {
               ": the fused CPU kernels take float32 or float64 input, got ", x.scalar_type());
 }
 
+}  // namespace
+
 // save_stats = false: nothing will be differentiated, so the per-group mean
 // and 1/std are not written out.
 Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias,
-                      const detail::GroupNormSpec& spec, bool save_stats) {
+                      const ParallelNormSpec& spec, bool save_stats) {
   const detail::KernelView view =
       detail::kernel_view(x, spec.layout, spec.num_features, spec.num_per_group);
   const auto& g = view.geometry;
@@ -49,20 +51,6 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
                                 spec.centering);
   });
   return {y, mean, rstd};
-}
-
-}  // namespace
-
-at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
-                       c10::string_view layout, double p) {
-  if (!has_fused_kernels(input, p)) {
-    return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering,
-                                  layout, p);
-  }
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p);
-  check_tensors(input, weight, bias, spec);
-  return std::get<0>(fused_forward(input, weight, bias, spec, /*save_stats=*/false));
 }
 
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,

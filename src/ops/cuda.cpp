@@ -62,8 +62,10 @@ at::Tensor affine_or(const OptionalTensor& t, const at::Tensor& x, int64_t num_f
   return t.has_value() ? t->reshape({-1}).contiguous() : at::full({num_features}, fill, x.options());
 }
 
+}  // namespace
+
 Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias,
-                      const detail::GroupNormSpec& spec, bool save_stats) {
+                      const ParallelNormSpec& spec, bool save_stats) {
   const c10::cuda::CUDAGuard device(x.device());
   const detail::KernelView view = detail::kernel_view(x, spec.layout, spec.num_features, spec.num_per_group);
   at::Tensor y = at::empty(x.sizes(), x.options().memory_format(view.format));
@@ -83,19 +85,6 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
   });
   check_launch("pln::parallel_ln (CUDA)");
   return {y, mean, rstd};
-}
-
-}  // namespace
-
-at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
-                       c10::string_view layout, double p) {
-  if (!has_fused_kernels(input, p)) {
-    return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
-  }
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p);
-  check_tensors(input, weight, bias, spec);
-  return std::get<0>(fused_forward(input, weight, bias, spec, /*save_stats=*/false));
 }
 
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,

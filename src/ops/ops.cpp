@@ -52,15 +52,15 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
                  layout);
 }
 
-detail::GroupNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps,
-                                   bool centering, c10::string_view layout, double p, double q) {
+ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                              c10::string_view layout, double p, double q) {
   const Layout parsed = layout_from_string(std::string(layout.data(), layout.size()));
   PQNormOptions(num_features, num_per_group).eps(eps).p(p).q(q).layout(parsed).validate();
   return {num_features, num_per_group, eps, centering, parsed, p, q};
 }
 
 void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                   const detail::GroupNormSpec& spec) {
+                   const ParallelNormSpec& spec) {
   detail::check_input(input, spec.layout, spec.num_features);
   detail::check_param(value_or_undefined(weight), "weight", input, spec.num_features);
   detail::check_param(value_or_undefined(bias), "bias", input, spec.num_features);
@@ -68,7 +68,7 @@ void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const 
 
 void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
                             const at::Tensor& mean, const at::Tensor& rstd,
-                            const OptionalTensor& weight, const detail::GroupNormSpec& spec) {
+                            const OptionalTensor& weight, const ParallelNormSpec& spec) {
   check_tensors(input, weight, {}, spec);  // the weight's device too
   // A kernel would take a tensor on another device as a raw pointer (an
   // illegal address on a GPU): say which one is where.

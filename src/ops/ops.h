@@ -9,7 +9,8 @@
 //
 //   cpu.cpp       CPU: the fused kernels (src/cpu/), composite ATen ops where none apply
 //   cuda.cpp      CUDA: the fused kernels (src/cuda/), built with a CUDA LibTorch and nvcc
-//   composite.cpp CompositeExplicitAutograd: the composite ATen ops, for devices without fused kernels
+//   composite.cpp CompositeExplicitAutograd: the composite ATen formulation (any p, any
+//                 device, differentiable to any order), for devices without fused kernels
 //   meta.cpp      Meta: shapes, dtypes and strides only (FakeTensor, torch.compile, torch.export)
 //   autograd.cpp  Autograd: the custom function over the forward and backward ops
 //   autocast.cpp  AutocastCPU/AutocastCUDA: affine parameters cast to the input's dtype
@@ -17,7 +18,7 @@
 // The functions below call the operators through the dispatcher, so C++
 // callers take the same path as torch.ops.pln.
 
-#include "composite.h"
+#include <pln/options.h>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
@@ -26,6 +27,18 @@
 #include <tuple>
 
 namespace pln::ops {
+
+/// One call's scalar arguments, checked: the grouping, eps, centering, layout
+/// and exponents of a parallel (per-group, per-position) normalisation.
+struct ParallelNormSpec {
+  int64_t num_features;
+  int64_t num_per_group;
+  double eps;
+  bool centering;
+  Layout layout;
+  double p = 2.0;
+  double q = 2.0;  ///< numerator exponent p / q and root 1 / q (PQNorm); q = p is PLN
+};
 
 using OptionalTensor = c10::optional<at::Tensor>;
 using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
@@ -52,6 +65,11 @@ using ParallelLNBackwardFn = Tensor3(const at::Tensor& grad_output, const at::Te
                                      int64_t num_per_group, double eps, bool centering,
                                      c10::string_view layout);
 
+/// A device's fused forward (cpu.cpp, cuda.cpp): y, and the statistics a
+/// backward reads when save_stats.
+using FusedForwardFn = Tensor3(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                               const ParallelNormSpec& spec, bool save_stats);
+
 // Calls through the dispatcher.
 ParallelLNFn parallel_ln;
 PQNormFn pq_norm;
@@ -59,19 +77,35 @@ ParallelLNForwardFn parallel_ln_forward;
 ParallelLNBackwardFn parallel_ln_backward;
 
 // Kernels, by dispatch key.
+// The CPU and CUDA keys' parallel_ln is fused_or_composite<their fused_forward> (below).
 namespace cpu {
-ParallelLNFn parallel_ln;
+FusedForwardFn fused_forward;
 ParallelLNForwardFn parallel_ln_forward;
 ParallelLNBackwardFn parallel_ln_backward;
 }  // namespace cpu
 namespace cuda {  // built with CUDA only (PLN_WITH_CUDA)
-ParallelLNFn parallel_ln;
+FusedForwardFn fused_forward;
 ParallelLNForwardFn parallel_ln_forward;
 ParallelLNBackwardFn parallel_ln_backward;
 }  // namespace cuda
 namespace composite {
 ParallelLNFn parallel_ln;
 PQNormFn pq_norm;
+
+/// The composite ATen formulation: differentiable to any order, on any device.
+at::Tensor forward(const at::Tensor& x, const ParallelNormSpec& spec, const at::Tensor& weight,
+                   const at::Tensor& bias);
+/// forward after check_tensors: what autograd runs where the fused kernels do not.
+at::Tensor checked_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                           const ParallelNormSpec& spec);
+struct Gradients {
+  at::Tensor dx, dweight, dbias;
+};
+/// dweight and dbias come back as [C]. Analytic p = 2 gradients written with
+/// differentiable ops, so that a create_graph backward through the fused op can
+/// itself be differentiated.
+Gradients backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight,
+                   const ParallelNormSpec& spec, bool want_dx, bool want_dweight, bool want_dbias);
 }  // namespace composite
 namespace meta {
 ParallelLNFn parallel_ln;
@@ -93,16 +127,15 @@ PQNormFn pq_norm;
 // ------------------------------------------------------------------ shared ---
 
 /// The schema's scalar arguments as a spec, checked (c10::Error naming the bad value).
-detail::GroupNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps,
-                                   bool centering, c10::string_view layout, double p = 2.0,
-                                   double q = 2.0);
+ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                              c10::string_view layout, double p = 2.0, double q = 2.0);
 /// Checks input, weight and bias against the spec; symbolic sizes are fine.
 void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                   const detail::GroupNormSpec& spec);
+                   const ParallelNormSpec& spec);
 /// Checks the backward's tensors: grad_output like input, the forward's statistics, weight.
 void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
                             const at::Tensor& mean, const at::Tensor& rstd,
-                            const OptionalTensor& weight, const detail::GroupNormSpec& spec);
+                            const OptionalTensor& weight, const ParallelNormSpec& spec);
 /// dtype of the mean and rstd the forward saves.
 at::ScalarType stats_type(at::ScalarType input);
 /// Whether fused kernels take this input (device, dtype, p): CPU float32 and
@@ -113,5 +146,21 @@ bool cuda_kernels_enabled();
 
 at::Tensor value_or_undefined(const OptionalTensor& t);
 OptionalTensor defined_or_none(const at::Tensor& t);
+
+/// pln::parallel_ln at the key of a device with fused kernels: `fused` where
+/// has_fused_kernels takes the input, the composite ATen ops otherwise. (Above
+/// autograd, autograd.cpp chooses between the fused forward op and the
+/// composite formulation by the same test.)
+template <FusedForwardFn* fused>
+at::Tensor fused_or_composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                              int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                              c10::string_view layout, double p) {
+  if (!has_fused_kernels(input, p)) {
+    return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
+  }
+  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p);
+  check_tensors(input, weight, bias, spec);
+  return std::get<0>(fused(input, weight, bias, spec, /*save_stats=*/false));
+}
 
 }  // namespace pln::ops

@@ -36,14 +36,14 @@ TORCH_LIBRARY(pln, m) {
 }
 
 TORCH_LIBRARY_IMPL(pln, CPU, m) {
-  m.impl("parallel_ln", TORCH_FN(pln::ops::cpu::parallel_ln));
+  m.impl("parallel_ln", TORCH_FN(pln::ops::fused_or_composite<pln::ops::cpu::fused_forward>));
   m.impl("parallel_ln_forward", TORCH_FN(pln::ops::cpu::parallel_ln_forward));
   m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cpu::parallel_ln_backward));
 }
 
 #ifdef PLN_WITH_CUDA
 TORCH_LIBRARY_IMPL(pln, CUDA, m) {
-  m.impl("parallel_ln", TORCH_FN(pln::ops::cuda::parallel_ln));
+  m.impl("parallel_ln", TORCH_FN(pln::ops::fused_or_composite<pln::ops::cuda::fused_forward>));
   m.impl("parallel_ln_forward", TORCH_FN(pln::ops::cuda::parallel_ln_forward));
   m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cuda::parallel_ln_backward));
 }

@@ -1,11 +1,11 @@
-// pln::functional::parallel_ln and pq_norm: the C++ face of the pln operators
-// (src/ops/), called through the dispatcher as torch.ops.pln is.
+// include/pln/functional.h: pln::functional::parallel_ln and pq_norm, the C++
+// face of the pln operators (src/ops/), called through the dispatcher as
+// torch.ops.pln is; and the test hooks of include/pln/testing.h and kernels.h.
 
 #include <pln/functional.h>
 #include <pln/kernels.h>
 #include <pln/testing.h>
 
-#include "composite.h"
 #include "cpu/kernels.h"
 #include "layout.h"
 #include "ops/ops.h"
@@ -14,7 +14,7 @@ namespace pln {
 namespace detail {
 namespace {
 
-GroupNormSpec spec_of(const ParallelLNOptions& o) {
+ops::ParallelNormSpec spec_of(const ParallelLNOptions& o) {
   return {o.num_features(), o.num_per_group(), o.eps(), o.centering(), o.resolved_layout(),
           o.p(), o.p()};
 }
@@ -36,7 +36,7 @@ bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options
 torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
                                     const torch::Tensor& weight, const torch::Tensor& bias) {
   check_call(x, options, weight, bias);
-  return composite_forward(x, spec_of(options), weight, bias);
+  return ops::composite::forward(x, spec_of(options), weight, bias);
 }
 
 }  // namespace detail
