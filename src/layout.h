@@ -11,7 +11,8 @@
 
 namespace pln::detail {
 
-/// Checks x against the layout and feature count; errors name expected and actual values.
+/// Checks x against the layout and feature count (num_features <= 0: any
+/// width); errors name expected and actual values.
 void check_input(const torch::Tensor& x, Layout layout, int64_t num_features);
 /// Checks an affine parameter (`name` is "weight" or "bias") against x.
 void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& x,

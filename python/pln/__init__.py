@@ -10,7 +10,11 @@ Importing pln registers the operators torch.ops.pln.parallel_ln and
 torch.ops.pln.pq_norm (and the forward and backward ops autograd runs), with
 CPU kernels, Meta kernels for torch.compile and torch.export, and autograd.
 ``pln.onnx`` (imported on first use) translates them into standard ONNX
-operators for ``torch.onnx.export(..., dynamo=True)``.
+operators for ``torch.onnx.export(..., dynamo=True)``. ``pln.distributed``
+holds their DTensor sharding rules (tensor and sequence parallelism with no
+collective where each rank holds whole groups): registered by ``import pln``
+when ``torch.distributed.tensor`` is already imported, else on the first
+DTensor a pln function or module sees, or by ``pln.distributed.register()``.
 """
 
 from . import _library
@@ -20,6 +24,12 @@ _library.load()
 from . import functional  # noqa: E402
 from .convert import Change, ConversionError, convert  # noqa: E402
 from .modules import PLS, ParallelLN, PQNorm  # noqa: E402
+from . import distributed  # noqa: E402
+
+import sys as _sys  # noqa: E402
+
+if "torch.distributed.tensor" in _sys.modules:  # else on first use: importing it costs time
+    distributed.register()
 
 #: The package's version (pyproject.toml's).
 __version__ = "0.1.0"
@@ -27,7 +37,7 @@ __version__ = "0.1.0"
 #: Path of the shared library the operators were loaded from.
 library_path = _library.loaded_from
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "convert", "Change", "ConversionError",
+__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "distributed", "convert", "Change", "ConversionError",
            "library_path", "__version__"]
 
 

@@ -18,7 +18,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-__all__ = ["parallel_ln", "pls", "pq_norm", "LAYOUTS"]
+__all__ = ["parallel_ln", "pls", "pq_norm", "LAYOUTS", "LOCAL_WIDTH"]
 
 #: Layouts the functions accept. "features_last" (the default, as for
 #: ``layer_norm``): features on the last axis, any leading rank.
@@ -67,6 +67,20 @@ def _as_op_layout(input: Tensor, layout: str) -> Tuple[Tensor, str]:
         return input, "nchw"
     # flatten, not reshape(N, C, -1), which is ambiguous for an empty batch.
     return input.flatten(2), "ncl"
+
+
+#: ``num_features`` for the operators meaning "the input's width" (any value
+#: <= 0): they then normalise whatever slice of the features they are given,
+#: such as one rank's shard under tensor parallelism, which must hold whole
+#: groups. A positive ``num_features`` must equal the input's width.
+LOCAL_WIDTH = -1
+
+
+def _is_dtensor(t: Tensor) -> bool:
+    """Whether t is a torch.distributed DTensor (without importing
+    torch.distributed where nothing has: a DTensor's class is then loaded)."""
+    cls = type(t)
+    return cls.__name__ == "DTensor" and cls.__module__.startswith("torch.distributed")
 
 
 def _check_group(num_features: int, num_per_group: int) -> None:
@@ -172,6 +186,15 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
         return _composite(input, weight, bias, num_per_group, float(eps), bool(centering), float(p),
                           None if q is None else float(q), axis, layer_norm=exporting)
     x, op_layout = _as_op_layout(input, layout)
+    if _is_dtensor(input):
+        from . import distributed
+        distributed.register()
+        # The operators run on each rank's shard: the feature count comes from
+        # the local input (LOCAL_WIDTH), checked here against the global one.
+        if not wrong_rank and int(input.shape[axis]) != num_features:
+            raise RuntimeError(f"pln: expected {num_features} features on axis {axis} of the input, "
+                               f"got {int(input.shape[axis])} (input shape {tuple(input.shape)})")
+        num_features = LOCAL_WIDTH
     if q is None:
         y = torch.ops.pln.parallel_ln(x, weight, bias, num_features, num_per_group, float(eps),
                                       bool(centering), op_layout, float(p))

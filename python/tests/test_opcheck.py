@@ -80,11 +80,61 @@ def test_opcheck_forward_and_backward_ops(layout, dtype, requires_grad):
     opcheck(torch.ops.pln.parallel_ln_backward.default, (dy, x, mean, rstd, w, C, 4), {"layout": layout})
 
 
+def test_statistics_are_shaped_like_the_input_with_groups_for_features():
+    """[N, T, groups], [N, groups, H, W] (channels-last strides for a
+    channels-last input), [N, H, W, groups]: the kernels' memory order, and a
+    shape a sharding of the input describes."""
+    cases = [((2, 3, 16), "ntc", (2, 3, 4)), ((2, 16, 3, 5), "nchw", (2, 4, 3, 5)),
+             ((2, 3, 5, 16), "nhwc", (2, 3, 5, 4)), ((2, 16, 7), "ncl", (2, 4, 7))]
+    for shape, layout, stats in cases:
+        x = torch.randn(shape, dtype=torch.float64)
+        for local in (16, -1):
+            y, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, local, 4, layout=layout)
+            assert mean.shape == rstd.shape == stats, (layout, mean.shape)
+            axis = {"ntc": 2, "nchw": 1, "nhwc": 3, "ncl": 1}[layout]
+            g = x.movedim(axis, -1).unflatten(-1, (4, 4))
+            torch.testing.assert_close(mean, g.mean(-1).movedim(-1, axis))
+    x = torch.randn(2, 16, 3, 5).contiguous(memory_format=torch.channels_last)
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, -1, 4, layout="nchw")
+    assert mean.is_contiguous(memory_format=torch.channels_last)
+    dx, _, _ = torch.ops.pln.parallel_ln_backward(x, x, mean, rstd, None, 16, 4, layout="nchw")
+    dref, _, _ = torch.ops.pln.parallel_ln_backward(x.contiguous(), x.contiguous(), mean.contiguous(),
+                                                    rstd.contiguous(), None, 16, 4, layout="nchw")
+    torch.testing.assert_close(dx, dref)
+
+
+def test_feature_count_from_the_input():
+    """num_features <= 0: the input's width (a shard's), which must hold whole groups."""
+    x = torch.randn(3, 8)
+    for op in (lambda t, n: torch.ops.pln.parallel_ln(t, None, None, n, 4, layout="nc"),
+               lambda t, n: torch.ops.pln.pq_norm(t, None, None, n, 4, 3.0, 1.5, layout="nc"),
+               lambda t, n: torch.ops.pln.parallel_ln_forward(t, None, None, n, 4, layout="nc")[0]):
+        torch.testing.assert_close(op(x, -1), op(x, 8))
+        torch.testing.assert_close(op(x, 0), op(x, 8))
+        with pytest.raises(RuntimeError, match=r"the input's width, 6 features on axis 1 .* groups of num_per_group = 4"):
+            op(torch.randn(3, 6), -1)
+        with pytest.raises(RuntimeError, match=r"expected 12 features on axis 1 of the NC input, got 8"):
+            op(x, 12)
+    with torch.device("meta"):
+        _, mean, _ = torch.ops.pln.parallel_ln_forward(torch.empty(3, 8), None, None, -1, 4, layout="nc")
+    assert mean.shape == (3, 2)
+    w = torch.randn(8, requires_grad=True)
+    xr = x.clone().requires_grad_()
+    torch.ops.pln.parallel_ln(xr, w, None, -1, 4, layout="nc").square().sum().backward()
+    xr2, w2 = x.clone().requires_grad_(), w.detach().clone().requires_grad_()
+    torch.ops.pln.parallel_ln(xr2, w2, None, 8, 4, layout="nc").square().sum().backward()
+    torch.testing.assert_close(xr.grad, xr2.grad)
+    torch.testing.assert_close(w.grad, w2.grad)
+
+
 def test_backward_op_rejects_statistics_of_another_input():
     x = make_input("nc", torch.float32, False)
     _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, C, 4, layout="nc")
-    with pytest.raises(RuntimeError, match=r"expected the forward's statistics, 24 Float values, got shape \[12\]"):
-        torch.ops.pln.parallel_ln_backward(x, x, mean[:12], rstd, None, C, 4, layout="nc")
+    assert mean.shape == rstd.shape == (6, 4)  # [rows, groups]
+    with pytest.raises(RuntimeError, match=r"expected the forward's statistics, Float of shape \[6, 4\], got shape \[3, 4\]"):
+        torch.ops.pln.parallel_ln_backward(x, x, mean[:3], rstd, None, C, 4, layout="nc")
+    with pytest.raises(RuntimeError, match=r"got shape \[24\]"):
+        torch.ops.pln.parallel_ln_backward(x, x, mean.reshape(-1), rstd, None, C, 4, layout="nc")
     with pytest.raises(RuntimeError, match=r"grad_output has shape \[6, 8\] but the input has shape \[6, 16\]"):
         torch.ops.pln.parallel_ln_backward(x[:, :8], x, mean, rstd, None, C, 4, layout="nc")
 

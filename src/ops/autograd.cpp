@@ -159,8 +159,8 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
   // A graph of the gradient (or its tangent) is wanted: the composite
   // formulas, which autograd differentiates (the statistics are recomputed
   // from the input).
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
-  check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
+  const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
+                                           checked_spec(num_features, num_per_group, eps, centering, layout));
   auto g = composite::backward(grad_output, input, value_or_undefined(weight), spec,
                                /*want_dx=*/true, /*want_dweight=*/true, /*want_dbias=*/true);
   return {g.dx, g.dweight, g.dbias};

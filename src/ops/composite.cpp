@@ -66,8 +66,8 @@ at::Tensor forward(const at::Tensor& x, const ParallelNormSpec& spec, const at::
 
 at::Tensor checked_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                            const ParallelNormSpec& spec) {
-  check_tensors(input, weight, bias, spec);
-  return forward(input, spec, value_or_undefined(weight), value_or_undefined(bias));
+  return forward(input, check_tensors(input, weight, bias, spec), value_or_undefined(weight),
+                 value_or_undefined(bias));
 }
 
 Gradients backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight,

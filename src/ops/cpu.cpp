@@ -38,8 +38,10 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
   at::Tensor y = at::empty(x.sizes(), x.options().memory_format(view.format));
   at::Tensor mean, rstd;
   if (save_stats) {
-    mean = at::empty({g.num_stats()}, x.options());
-    rstd = at::empty({g.num_stats()}, x.options());
+    // [outer, groups, inner] in memory, shaped like x with groups for features.
+    const auto shape = stats_shape(x, spec);
+    mean = at::empty_symint(shape, x.options(), view.format);
+    rstd = at::empty_symint(shape, x.options(), view.format);
   }
   const at::Tensor w = weight_or_ones(weight, x, spec.num_features);
   const at::Tensor b = bias_or_zeros(bias, x, spec.num_features);
@@ -56,8 +58,8 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,
                             const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
                             double eps, bool centering, c10::string_view layout) {
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
-  check_tensors(input, weight, bias, spec);
+  const auto spec = check_tensors(input, weight, bias,
+                                  checked_spec(num_features, num_per_group, eps, centering, layout));
   check_fused_dtype(input, "pln::parallel_ln_forward");
   return fused_forward(input, weight, bias, spec, /*save_stats=*/true);
 }
@@ -67,13 +69,13 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
                              const OptionalTensor& weight, int64_t num_features,
                              int64_t num_per_group, double eps, bool centering,
                              c10::string_view layout) {
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
-  check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
+  const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
+                                           checked_spec(num_features, num_per_group, eps, centering, layout));
   check_fused_dtype(input, "pln::parallel_ln_backward");
   const detail::KernelView view =
       detail::kernel_view(input, spec.layout, spec.num_features, spec.num_per_group);
   const at::Tensor dy = detail::conform(grad_output, view);
-  const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
+  const at::Tensor m = detail::conform(mean, view), r = detail::conform(rstd, view);
   const at::Tensor w = weight_or_ones(weight, input, spec.num_features);
   at::Tensor dx = at::empty(input.sizes(), input.options().memory_format(view.format));
   // Per-feature sums are accumulated in double whatever the input's dtype.

@@ -72,8 +72,10 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
   at::Tensor mean, rstd;
   if (save_stats) {
     const auto stats = x.options().dtype(stats_type(x.scalar_type()));
-    mean = at::empty({view.geometry.num_stats()}, stats);
-    rstd = at::empty({view.geometry.num_stats()}, stats);
+    // [outer, groups, inner] in memory, shaped like x with groups for features.
+    const auto shape = stats_shape(x, spec);
+    mean = at::empty_symint(shape, stats, view.format);
+    rstd = at::empty_symint(shape, stats, view.format);
   }
   const at::Tensor w = affine_or(weight, x, spec.num_features, 1.0), b = affine_or(bias, x, spec.num_features, 0.0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_parallel_ln_forward_cuda", [&] {
@@ -90,8 +92,8 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                             int64_t num_features, int64_t num_per_group, double eps, bool centering,
                             c10::string_view layout) {
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
-  check_tensors(input, weight, bias, spec);
+  const auto spec = check_tensors(input, weight, bias,
+                                  checked_spec(num_features, num_per_group, eps, centering, layout));
   TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_forward: no fused CUDA kernel for this input (",
               input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
   return fused_forward(input, weight, bias, spec, /*save_stats=*/true);
@@ -100,14 +102,14 @@ Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weigh
 Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
                              const at::Tensor& rstd, const OptionalTensor& weight, int64_t num_features,
                              int64_t num_per_group, double eps, bool centering, c10::string_view layout) {
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout);
-  check_backward_tensors(grad_output, input, mean, rstd, weight, spec);
+  const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
+                                           checked_spec(num_features, num_per_group, eps, centering, layout));
   TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_backward: no fused CUDA kernel for this input (",
               input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
   const c10::cuda::CUDAGuard device(input.device());
   const detail::KernelView view = detail::kernel_view(input, spec.layout, spec.num_features, spec.num_per_group);
   const at::Tensor dy = detail::conform(grad_output, view);
-  const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
+  const at::Tensor m = detail::conform(mean, view), r = detail::conform(rstd, view);
   const at::Tensor w = affine_or(weight, input, spec.num_features, 1.0);
   const auto acc = input.options().dtype(stats_type(input.scalar_type()));
   at::Tensor dx = at::empty(input.sizes(), input.options().memory_format(view.format));

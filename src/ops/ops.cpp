@@ -55,21 +55,41 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
 ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
                               c10::string_view layout, double p, double q) {
   const Layout parsed = layout_from_string(std::string(layout.data(), layout.size()));
-  PQNormOptions(num_features, num_per_group).eps(eps).p(p).q(q).layout(parsed).validate();
-  return {num_features, num_per_group, eps, centering, parsed, p, q};
+  const bool from_input = num_features <= kInputWidth;
+  // The input's width is checked against the group in check_tensors.
+  PQNormOptions(from_input ? num_per_group : num_features, num_per_group)
+      .eps(eps).p(p).q(q).layout(parsed).validate();
+  return {from_input ? kInputWidth : num_features, num_per_group, eps, centering, parsed, p, q};
 }
 
-void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                   const ParallelNormSpec& spec) {
-  detail::check_input(input, spec.layout, spec.num_features);
+ParallelNormSpec check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                               ParallelNormSpec spec) {
+  detail::check_input(input, spec.layout, spec.num_features);  // the width too, when declared
+  if (spec.num_features <= kInputWidth) {
+    const int64_t axis = layout_channel_axis(spec.layout);
+    const int64_t width = input.sym_size(axis).guard_int(__FILE__, __LINE__);
+    TORCH_CHECK(width > 0 && width % spec.num_per_group == 0, "pln: the input's width, ", width,
+                " features on axis ", axis, " of the ", to_string(spec.layout),
+                " input (num_features = ", spec.num_features, ": the input's width), is not a whole "
+                "number of groups of num_per_group = ", spec.num_per_group,
+                " features; a shard of the features must hold whole groups (input shape ", input.sym_sizes(), ")");
+    spec.num_features = width;
+  }
   detail::check_param(value_or_undefined(weight), "weight", input, spec.num_features);
   detail::check_param(value_or_undefined(bias), "bias", input, spec.num_features);
+  return spec;
 }
 
-void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
-                            const at::Tensor& mean, const at::Tensor& rstd,
-                            const OptionalTensor& weight, const ParallelNormSpec& spec) {
-  check_tensors(input, weight, {}, spec);  // the weight's device too
+c10::SymDimVector stats_shape(const at::Tensor& input, const ParallelNormSpec& spec) {
+  c10::SymDimVector shape(input.sym_sizes().begin(), input.sym_sizes().end());
+  shape[static_cast<size_t>(layout_channel_axis(spec.layout))] = spec.num_features / spec.num_per_group;
+  return shape;
+}
+
+ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
+                                        const at::Tensor& mean, const at::Tensor& rstd,
+                                        const OptionalTensor& weight, ParallelNormSpec spec) {
+  spec = check_tensors(input, weight, {}, spec);  // the weight's device too
   // A kernel would take a tensor on another device as a raw pointer (an
   // illegal address on a GPU): say which one is where.
   const std::pair<const at::Tensor*, const char*> on_device[] = {
@@ -82,13 +102,14 @@ void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& inp
               grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "pln::parallel_ln_backward: grad_output has dtype ",
               grad_output.scalar_type(), " but the input has dtype ", input.scalar_type());
-  const c10::SymInt count = input.sym_numel() / spec.num_per_group;
+  const auto shape = stats_shape(input, spec);
   const auto type = stats_type(input.scalar_type());
   for (const auto* s : {&mean, &rstd}) {
-    TORCH_CHECK(s->dim() == 1 && s->sym_numel() == count && s->scalar_type() == type,
-                "pln::parallel_ln_backward: expected the forward's statistics, ", count, " ", type,
-                " values, got shape ", s->sym_sizes(), " and dtype ", s->scalar_type());
+    TORCH_CHECK(s->sym_sizes() == c10::SymIntArrayRef(shape) && s->scalar_type() == type,
+                "pln::parallel_ln_backward: expected the forward's statistics, ", type, " of shape ",
+                c10::SymIntArrayRef(shape), ", got shape ", s->sym_sizes(), " and dtype ", s->scalar_type());
   }
+  return spec;
 }
 
 at::ScalarType stats_type(at::ScalarType input) {

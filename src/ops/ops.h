@@ -31,6 +31,8 @@ namespace pln::ops {
 /// One call's scalar arguments, checked: the grouping, eps, centering, layout
 /// and exponents of a parallel (per-group, per-position) normalisation.
 struct ParallelNormSpec {
+  /// The feature count; after checked_spec, a value <= 0 (kInputWidth) stands
+  /// for "the input's width", which check_tensors resolves.
   int64_t num_features;
   int64_t num_per_group;
   double eps;
@@ -39,6 +41,12 @@ struct ParallelNormSpec {
   double p = 2.0;
   double q = 2.0;  ///< numerator exponent p / q and root 1 / q (PQNorm); q = p is PLN
 };
+
+/// num_features at or below this (0, -1, ...) means "the input's width": the
+/// operators then run on whatever slice of the features they are given, as on
+/// a rank's shard under tensor parallelism, provided it holds whole groups.
+/// A positive num_features must still equal the input's width.
+inline constexpr int64_t kInputWidth = 0;
 
 using OptionalTensor = c10::optional<at::Tensor>;
 using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
@@ -52,7 +60,12 @@ using PQNormFn = at::Tensor(const at::Tensor& input, const OptionalTensor& weigh
                             const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
                             double p, double q, double eps, bool centering, c10::string_view layout);
 /// (output, mean, rstd); mean and rstd hold one value per normalised group, in
-/// the fused kernels' order, in float for float16/bfloat16/float32 input.
+/// float for float16/bfloat16/float32 input, shaped like the input with the
+/// feature axis replaced by the groups (stats_shape): [N, groups] for nc,
+/// [N, T, groups] for ntc, [N, groups, H, W] for nchw (channels-last strides
+/// for a channels-last input), [N, H, W, groups] for nhwc, [N, groups, L] for
+/// ncl. That is the fused kernels' memory order, and a sharding of the input
+/// (rows, positions, or features in whole groups) describes it unchanged.
 using ParallelLNForwardFn = Tensor3(const at::Tensor& input, const OptionalTensor& weight,
                                     const OptionalTensor& bias, int64_t num_features,
                                     int64_t num_per_group, double eps, bool centering,
@@ -129,13 +142,20 @@ PQNormFn pq_norm;
 /// The schema's scalar arguments as a spec, checked (c10::Error naming the bad value).
 ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
                               c10::string_view layout, double p = 2.0, double q = 2.0);
-/// Checks input, weight and bias against the spec; symbolic sizes are fine.
-void check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                   const ParallelNormSpec& spec);
-/// Checks the backward's tensors: grad_output like input, the forward's statistics, weight.
-void check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
-                            const at::Tensor& mean, const at::Tensor& rstd,
-                            const OptionalTensor& weight, const ParallelNormSpec& spec);
+/// Checks input, weight and bias against the spec; symbolic sizes are fine
+/// (except a symbolic width where num_features is kInputWidth: it is
+/// specialised). Returns the spec with num_features resolved: the input's
+/// width, which must be a positive multiple of the group size.
+ParallelNormSpec check_tensors(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                               ParallelNormSpec spec);
+/// Checks the backward's tensors: grad_output like input, the forward's
+/// statistics (stats_shape), weight. Returns the spec resolved as check_tensors does.
+ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,
+                                        const at::Tensor& mean, const at::Tensor& rstd,
+                                        const OptionalTensor& weight, ParallelNormSpec spec);
+/// Shape of the saved statistics: the input's, with the feature axis holding
+/// the groups (num_features / num_per_group) instead of the features.
+c10::SymDimVector stats_shape(const at::Tensor& input, const ParallelNormSpec& spec);
 /// dtype of the mean and rstd the forward saves.
 at::ScalarType stats_type(at::ScalarType input);
 /// Whether fused kernels take this input (device, dtype, p): CPU float32 and
@@ -158,8 +178,8 @@ at::Tensor fused_or_composite(const at::Tensor& input, const OptionalTensor& wei
   if (!has_fused_kernels(input, p)) {
     return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
   }
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p);
-  check_tensors(input, weight, bias, spec);
+  const auto spec = check_tensors(input, weight, bias,
+                                  checked_spec(num_features, num_per_group, eps, centering, layout, p));
   return std::get<0>(fused(input, weight, bias, spec, /*save_stats=*/false));
 }
 

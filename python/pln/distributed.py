@@ -1,0 +1,217 @@
+"""Sharding rules for the pln operators under ``torch.distributed.tensor``.
+
+``import pln`` registers them where ``torch.distributed.tensor`` exists
+(torch >= 2.6; :func:`register` does it again, explicitly, and says whether it
+could). They tell DTensor how ``torch.ops.pln.parallel_ln``, ``pq_norm``,
+``parallel_ln_forward`` and ``parallel_ln_backward`` run on sharded inputs:
+
+* **features sharded** (``Shard(-1)`` / the feature axis of a features-last
+  layout, ``Shard(1)`` of NCHW and NCL) with ``weight`` and ``bias``
+  ``Shard(0)``: every rank normalises its own groups, and the output (and the
+  saved statistics, and the gradients) stay sharded the same way. No
+  collective at all. Offered only when each shard holds whole groups:
+  ``C % ranks == 0`` and ``(C // ranks) % num_per_group == 0``.
+* **positions sharded** (rows, tokens, batch, sequence, spatial: any other
+  axis) with ``weight`` and ``bias`` replicated: the output is sharded the same
+  way; ``grad_weight`` and ``grad_bias`` come back ``Partial`` (each rank's
+  sum over its positions), summed by DTensor where a replicated value is
+  needed (the optimiser step).
+* **anything else** (a group straddling two shards, uneven shards, weights
+  sharded on their own): everything replicated. DTensor then gathers the input
+  first; the answer is right, and it costs that all-gather.
+
+:class:`FeatureSharded` is the ``parallelize_module`` plan entry for a pln
+module whose input arrives with its features sharded (after
+``ColwiseParallel(use_local_output=False)``): it shards ``weight`` and
+``bias`` with them, and refuses a mesh that would split a group.
+
+DTensor picks the cheapest of these for the inputs it is given. The
+operators run on local shards because ``pln.functional`` (and so the
+modules) passes ``num_features = pln.functional.LOCAL_WIDTH`` when the input
+is a DTensor: each rank's kernel then takes the feature count from its shard.
+"""
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+
+__all__ = ["register", "registered", "local_groups", "FEATURE_AXIS", "FeatureSharded"]
+
+#: The feature axis of each of the operators' layouts.
+FEATURE_AXIS = {"nc": 1, "ntc": 2, "nchw": 1, "nhwc": 3, "ncl": 1}
+
+_registered = False
+
+
+def registered() -> bool:
+    """Whether the sharding rules are registered with DTensor."""
+    return _registered
+
+
+def local_groups(num_features: int, num_per_group: int, ranks: int) -> bool:
+    """Whether sharding ``num_features`` features over ``ranks`` ranks leaves
+    every group of ``num_per_group`` whole on one rank (no collective)."""
+    return num_features % ranks == 0 and (num_features // ranks) % num_per_group == 0
+
+
+def _available() -> bool:
+    if not torch.distributed.is_available():
+        return False
+    try:
+        from torch.distributed.tensor.experimental import register_sharding  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def register() -> bool:
+    """Registers the sharding rules with DTensor (idempotent). Returns whether
+    they are registered: False where torch has no ``torch.distributed.tensor``
+    with ``register_sharding`` (torch < 2.6, or built without distributed)."""
+    global _registered
+    if _registered:
+        return True
+    if not _available():
+        return False
+    _register_rules()
+    _registered = True
+    return True
+
+
+def _register_rules() -> None:
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    from torch.distributed.tensor.experimental import register_sharding
+
+    ops = torch.ops.pln
+
+    def ranks_of(spec) -> int:
+        return spec.mesh.size()
+
+    def feature_sharding_ok(x, weight, bias, num_per_group: int, axis: int) -> bool:
+        """Whether the features can be sharded with whole groups per rank."""
+        C = int(x.shape[axis])
+        if not local_groups(C, num_per_group, ranks_of(x)):
+            return False
+        return all(p is None or len(p.shape) == 1 for p in (weight, bias))
+
+    def opt(spec, placement):
+        return None if spec is None else placement
+
+    def forward_rules(x, weight, bias, num_per_group: int, layout: str, outputs: int,
+                      trailing: int) -> List[Tuple[list, list]]:
+        """Rules of an op (input, weight, bias, <trailing non-tensor args>) ->
+        `outputs` tensors shaped like the input (with groups for features)."""
+        axis = FEATURE_AXIS[layout]
+        ndim = len(x.shape)
+        rules = []
+        rest = [None] * trailing
+
+        def rule(x_placement, param_placement):
+            return ([x_placement] * outputs,
+                    [x_placement, opt(weight, param_placement), opt(bias, param_placement)] + rest)
+
+        rules.append(rule(Replicate(), Replicate()))
+        for d in range(ndim):
+            if d != axis:
+                rules.append(rule(Shard(d), Replicate()))
+        if feature_sharding_ok(x, weight, bias, num_per_group, axis):
+            rules.append(rule(Shard(axis), Shard(0)))
+        return rules
+
+    @register_sharding(ops.parallel_ln.default)
+    def _parallel_ln(input, weight, bias, num_features, num_per_group, eps=1e-5, centering=True,
+                     layout="nchw", p=2.0):
+        return forward_rules(input, weight, bias, num_per_group, layout, 1, 6)
+
+    @register_sharding(ops.pq_norm.default)
+    def _pq_norm(input, weight, bias, num_features, num_per_group, p=2.0, q=2.0, eps=1e-5,
+                 centering=True, layout="nchw"):
+        return forward_rules(input, weight, bias, num_per_group, layout, 1, 7)
+
+    @register_sharding(ops.parallel_ln_forward.default)
+    def _parallel_ln_forward(input, weight, bias, num_features, num_per_group, eps=1e-5,
+                             centering=True, layout="nchw"):
+        return forward_rules(input, weight, bias, num_per_group, layout, 3, 5)
+
+    @register_sharding(ops.parallel_ln_backward.default)
+    def _parallel_ln_backward(grad_output, input, mean, rstd, weight, num_features, num_per_group,
+                              eps=1e-5, centering=True, layout="nchw"):
+        axis = FEATURE_AXIS[layout]
+        rest = [None] * 5
+
+        def rule(x_placement, weight_placement, grad_param_placement):
+            return ([x_placement, grad_param_placement, grad_param_placement],
+                    [x_placement] * 4 + [opt(weight, weight_placement)] + rest)
+
+        rules = [rule(Replicate(), Replicate(), Replicate())]
+        for d in range(len(input.shape)):
+            if d != axis:
+                rules.append(rule(Shard(d), Replicate(), Partial()))
+        if feature_sharding_ok(input, weight, None, num_per_group, axis):
+            rules.append(rule(Shard(axis), Shard(0), Shard(0)))
+        return rules
+
+
+_feature_sharded = None
+
+
+def __getattr__(name: str):
+    if name == "FeatureSharded":  # a ParallelStyle: defined where torch.distributed.tensor is
+        global _feature_sharded
+        if _feature_sharded is None:
+            _feature_sharded = _make_feature_sharded()
+        return _feature_sharded
+    raise AttributeError(f"module 'pln.distributed' has no attribute '{name}'")
+
+
+def _make_feature_sharded():
+    if not _available():
+        raise ImportError("pln.distributed.FeatureSharded needs torch.distributed.tensor (torch >= 2.6 "
+                          f"built with distributed); this is torch {torch.__version__}")
+    from torch import nn
+    from torch.distributed.tensor import DTensor, Shard, distribute_module, distribute_tensor
+    from torch.distributed.tensor.parallel import ParallelStyle
+
+    class FeatureSharded(ParallelStyle):
+        """``parallelize_module`` plan entry for :class:`pln.ParallelLN`,
+        :class:`pln.PLS` or :class:`pln.PQNorm` between a ``ColwiseParallel``
+        and a ``RowwiseParallel`` linear layer: ``weight`` and ``bias`` become
+        ``Shard(0)`` DTensors, an input that is a plain tensor is taken as this
+        rank's shard of the features, and the output stays a DTensor sharded
+        on the features, so the norm runs with no collective.
+
+        Raises ``ValueError`` naming the widths when the mesh would leave a
+        rank without whole groups (``(C / ranks) % num_per_group != 0``): use
+        a replicated norm (no plan entry, inputs replicated) there instead.
+        """
+
+        def __init__(self, *, use_local_output: bool = False):
+            super().__init__()
+            self.use_local_output = use_local_output
+
+        def _apply(self, module, device_mesh):
+            C, g = int(module.num_features), int(module.num_per_group)
+            ranks = device_mesh.size()
+            if not local_groups(C, g, ranks):
+                raise ValueError(
+                    f"pln: FeatureSharded: {C} features over {ranks} ranks leave {C / ranks:g} per rank, "
+                    f"not a whole number of groups of num_per_group = {g}; each rank needs a multiple of "
+                    f"{g} features (C divisible by {ranks * g})")
+            axis = -1 if module._functional_layout == "features_last" else 1
+            register()
+
+            def partition(name, mod, mesh):
+                for pname, p in list(mod.named_parameters(recurse=False)):
+                    mod.register_parameter(pname, nn.Parameter(distribute_tensor(p.data, mesh, [Shard(0)])))
+
+            def input_fn(mod, inputs, mesh):
+                x = inputs[0]
+                if not isinstance(x, DTensor):
+                    x = DTensor.from_local(x, mesh, [Shard(axis % x.dim())], run_check=False)
+                return (x, *inputs[1:])
+
+            def output_fn(mod, output, mesh):
+                return output.to_local() if self.use_local_output else output
+
+            return distribute_module(module, device_mesh, partition, input_fn, output_fn)
+
+    return FeatureSharded
