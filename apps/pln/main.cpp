@@ -1,6 +1,8 @@
 // The `pln` command line: one subcommand per job.
 
 #include "commands.h"
+#include "records/file_lock.h"
+#include "run/blas_core.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
@@ -9,6 +11,7 @@
 #include <exception>
 
 int main(int argc, char** argv) {
+  pln::exp::restart_with_the_cpus_blas_core(argv);
   CLI::App app{"Parallel Layer Normalization: the operator's demo and experiments"};
   app.require_subcommand(1);
   pln::cli::add_demo_command(app);
@@ -22,6 +25,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const pln::exp::RunClaimed& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "pln: {}\n", e.what());
+    return pln::exp::kExitRunClaimed;
   } catch (const c10::Error& e) {
     std::fflush(stdout);  // the error is the last line of a log holding both streams
     fmt::print(stderr, "pln: {}\n", e.what_without_backtrace());

@@ -1,8 +1,10 @@
 #include "run/run.h"
 
 #include "records/atomic_file.h"
+#include "records/file_lock.h"
 #include "records/json.h"
 #include "records/run_state.h"
+#include "run/blas_core.h"
 #include "run/device.h"
 #include "run/provenance.h"
 #include "run/threads_and_memory.h"
@@ -45,6 +47,7 @@ Config write_run_config(const std::filesystem::path& out, const std::string& exp
                    {"torch", TORCH_VERSION},
                    {"kernels", pln::cpu_kernels()},
                    {"blas", blas_description()}};
+  if (const auto verdict = blas_core_verdict(); !verdict.note.empty()) record["blas_note"] = verdict.note;
   if (config.contains("device")) record.update(device_record(config_device(config)));
   record["config"] = config;
   write_file_atomic(out / "config.json", non_finite_as_text(record).dump(2) + "\n");
@@ -66,10 +69,13 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
     throw std::invalid_argument(fmt::format("{} keeps no checkpoint; --resume is not available", experiment.name));
   }
   const torch::Device device = config_device(config);
+  std::filesystem::create_directories(request.out);
+  // One process per run directory: a second grid or a requeued task on the
+  // same cell leaves it to the first.
+  const FileLock claim = claim_run(request.out);
   set_threads(threads);
   keep_freed_memory();
 
-  std::filesystem::create_directories(request.out);
   // A rerun into a finished directory must not look finished while it runs.
   std::filesystem::remove(request.out / "summary.json");
   const RunningMarker running(request.out);
@@ -79,6 +85,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
              request.out.string());
   fmt::print("  revision {}, kernels {}, {}, OpenMP wait {}\n", record["revision"].get<std::string>(),
              record["kernels"].get<std::string>(), record["blas"].get<std::string>(), openmp_wait_policy());
+  if (record.contains("blas_note")) fmt::print("  note: {}\n", record["blas_note"].get<std::string>());
   if (device.is_cuda()) fmt::print("  device {} ({})\n", device.str(), record["device_name"].get<std::string>());
   for (const auto& item : config.items()) {
     fmt::print("  {:<14} = {}\n", item.key(), value_text(item.value()));

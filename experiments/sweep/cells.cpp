@@ -1,6 +1,7 @@
 #include "sweep/cells.h"
 
 #include "records/atomic_file.h"
+#include "records/file_lock.h"
 #include "records/json.h"
 #include "records/run_state.h"
 #include "run/device.h"
@@ -209,7 +210,10 @@ std::vector<std::string> Sweep::command(const GridCell& cell) const {
   return cell_command(*experiment, *spec, cell, out, threads);
 }
 
+bool Sweep::is_done(const GridCell& cell) const { return cell_done(*experiment, *spec, cell, out); }
+
 size_t Sweep::write_records() const {
+  const FileLock records_lock = FileLock::wait_for(out / "records.lock");
   const auto table = collect_records(*experiment, *spec, cells, out);
   write_file_atomic(out / "records.csv", to_csv(table));
   return table.rows.size();

@@ -75,7 +75,11 @@ struct Sweep {
 
   /// cell_command for one of the cells.
   std::vector<std::string> command(const GridCell& cell) const;
-  /// Rebuilds records.csv from the summaries on disk; returns its row count.
+  /// cell_done for one of the cells, read from disk now.
+  bool is_done(const GridCell& cell) const;
+  /// Rebuilds records.csv from the summaries on disk, holding the directory's
+  /// records lock so that a second grid's older view cannot replace it;
+  /// returns its row count.
   size_t write_records() const;
 };
 

@@ -14,7 +14,7 @@
 namespace pln::exp {
 
 pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
-            const std::vector<std::pair<std::string, std::string>>& environment) {
+            const std::vector<std::pair<std::string, std::string>>& environment, int inherited) {
   if (argv.empty()) throw std::invalid_argument("spawn: empty command");
   std::filesystem::create_directories(log.has_parent_path() ? log.parent_path() : ".");
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -54,6 +54,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   if (pid == 0) {
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
+    if (inherited >= 0) ::fcntl(inherited, F_SETFD, 0);
     ::execvpe(args[0], args.data(), env.data());
     const int err = errno;
     (void)!::write(status_pipe[1], &err, sizeof err);

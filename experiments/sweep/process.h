@@ -12,10 +12,11 @@
 namespace pln::exp {
 
 /// Starts argv[0] (searched on PATH) with stdout and stderr appended to `log`
-/// (truncated first), and `environment` set on top of this process's; throws
+/// (truncated first), and `environment` set on top of this process's; the
+/// descriptor `inherited` (when >= 0) stays open in it. Throws
 /// std::runtime_error when the program cannot start.
 pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
-            const std::vector<std::pair<std::string, std::string>>& environment = {});
+            const std::vector<std::pair<std::string, std::string>>& environment = {}, int inherited = -1);
 
 /// Waits for `pid` (or any child when pid = -1); returns {pid, exit code},
 /// with 128 + signal for a child killed by a signal.

@@ -3,6 +3,7 @@
 #include "sweep/launchers.h"
 
 #include "records/atomic_file.h"
+#include "records/file_lock.h"
 #include "sweep/process.h"
 
 #include <fmt/format.h>
@@ -88,9 +89,14 @@ std::filesystem::path write_slurm_array(const SlurmArray& a, const SlurmOptions&
       "cell=\"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\"\n"
       "mkdir -p \"$cell\"\n"
       "# The cell's own log, beside its records (appended: a requeued task adds to it).\n"
-      "eval \"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\" >> \"$cell/run.log\" 2>&1\n",
+      "status=0\n"
+      "eval \"$(sed -n \"${{SLURM_ARRAY_TASK_ID}}p\" {})\" >> \"$cell/run.log\" 2>&1 || status=$?\n"
+      "# {}: the cell is running in another process (a local grid, a second array), which finishes it.\n"
+      "if [ \"$status\" -eq {} ]; then status=0; fi\n"
+      "exit \"$status\"\n",
       a.commands.size(), script_path.string(), a.collect_hint, sbatch, a.out.string(),
-      shell_command({cells_path.string()}), shell_command({commands_path.string()}));
+      shell_command({cells_path.string()}), shell_command({commands_path.string()}), kExitRunClaimed,
+      kExitRunClaimed);
   write_file_atomic(script_path, script);
   return script_path;
 }
