@@ -127,13 +127,24 @@ TEST(Datasets, RandomMutationsRaiseErrorsNeverCrash) {
     write_plain(dir / "i", mutate(images));
     write_plain(dir / "l", mutate(labels));
     write_plain(dir / "c", mutate(cifar));
+    // Either a result or an error naming the file that is wrong.
     try {
-      read_idx(dir / "i", dir / "l");
-    } catch (const std::runtime_error&) {
+      const auto set = read_idx(dir / "i", dir / "l");
+      EXPECT_EQ(set.images.size(0), set.labels.size(0));
+      if (set.size() > 0) {
+        EXPECT_GE(set.labels.min().item<int64_t>(), 0);
+        EXPECT_LT(set.labels.max().item<int64_t>(), set.num_classes);
+      }
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find((dir / "i").string()) != std::string::npos ||
+                  what.find((dir / "l").string()) != std::string::npos)
+          << what;
     }
     try {
       read_cifar10_batches({dir / "c"});
-    } catch (const std::runtime_error&) {
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find((dir / "c").string()), std::string::npos) << e.what();
     }
   }
   fs::remove_all(dir);
