@@ -61,7 +61,7 @@ const fs::path& smoke_grid() {
       run_experiment(e, request);
     }
     std::ofstream(d / "grid.json") << grid_manifest(e, "smoke").dump(2);
-    std::ofstream(d / "records.csv") << to_csv(collect_records(e, spec, cells, d));
+    std::ofstream(d / "records.csv") << to_csv(collect_records(spec, cells, d));
     return d;
   }();
   return dir;
@@ -412,7 +412,7 @@ TEST(NonFiniteMetrics, SummaryAndRecordsWriteThemAsStrings) {
   fs::create_directories(dir / cells[0].id);
   write_run_config(dir / cells[0].id, "pinn", spec.preset, cells[0].sets, 1, {{"seed", 0}});
   write_summary(dir / cells[0].id, "pinn", {{"ntk_cond", nan}, {"a", inf}});
-  const CsvTable records = collect_records(find_experiment("pinn"), spec, cells, dir);
+  const CsvTable records = collect_records(spec, cells, dir);
   ASSERT_EQ(records.rows.size(), 1u);
   EXPECT_EQ(records.get(0, "ntk_cond"), "nan");
   EXPECT_EQ(records.get(0, "a"), "inf");

@@ -141,8 +141,8 @@ TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
 }
 
 TEST(Presets, AChangeToAKeyTheDefaultsLackIsAnError) {
-  Experiment e("toy", "a toy family");
-  e.defaults = Config{{"steps", 10}, {"lr", 0.1}};
+  Experiment e("toy", "a toy family",
+               KeyTable("toy", {integer("steps", 10, at_least(1), "steps"), number("lr", 0.1, above(0), "step size")}));
   e.presets = {{"smoke", {{"steps", 2}}}, {"typo", {{"setps", 2}}}};
   EXPECT_EQ(e.preset("smoke").at("steps").get<int64_t>(), 2);
   EXPECT_EQ(e.preset("smoke").at("lr").get<double>(), 0.1);

@@ -147,9 +147,9 @@ TEST(VitModel, BadOptionsNameTheProblem) {
   EXPECT_NE(options([](auto& o) { o.drop_path = 1.0; }).find("drop_path must be in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of([] { vit::size_defaults("huge"); }).find("size must be micro, tiny or small, got 'huge'"),
             std::string::npos);
-  Config c = vit::vit_defaults();
+  Config c = vit::key_table().defaults();
   c["width"] = -1;
-  EXPECT_NE(error_of([&] { vit::options_from_config(c, 1, 28, 10); }).find("width must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of([&] { vit::key_table().validate(c); }).find("width must be >= 0"), std::string::npos);
 }
 
 TEST(VitModel, DropPathOnlyInTraining) {
@@ -163,7 +163,7 @@ TEST(VitModel, DropPathOnlyInTraining) {
 }
 
 Config tiny_run_config() {
-  Config c = vit::vit_defaults();
+  Config c = vit::key_table().defaults();
   c.update(Config{{"n_train", 96}, {"n_test", 64}, {"width", 16}, {"blocks", 1}, {"heads", 2}, {"group", 4},
                   {"epochs", 3}, {"batch_size", 32}, {"warmup", 3}, {"drop_path", 0.1}, {"label_smoothing", 0.1}});
   return c;
@@ -196,18 +196,17 @@ TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
 }
 
 TEST(VitTraining, BadTrainingKeysNameTheProblem) {
-  const auto dir = fresh_dir("vit-bad-keys");
+  // The key table rejects them before anything is written or loaded.
   const auto error_for = [&](const char* key, const Config& value) {
     Config c = tiny_run_config();
     c[key] = value;
-    return error_of([&] { vit::train_vit(c, {dir}); });
+    return error_of([&] { vit::key_table().validate(c); });
   };
   EXPECT_NE(error_for("label_smoothing", 1.0).find("label_smoothing must be in [0, 1), got 1"), std::string::npos);
   EXPECT_NE(error_for("clip_grad", -1.0).find("clip_grad must be >= 0"), std::string::npos);
   EXPECT_NE(error_for("warmup", -2).find("warmup must be >= 0"), std::string::npos);
   EXPECT_NE(error_for("epochs", 0).find("epochs must be >= 1, got 0"), std::string::npos);
   EXPECT_NE(error_for("norm_sites", "attn:bn").find("norm_sites entry 'attn:bn'"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST(VitTraining, DivergenceKeepsTheLastFiniteParameters) {

@@ -17,6 +17,7 @@ void add_experiment_commands(CLI::App& app) {
     auto request = std::make_shared<exp::RunRequest>();
     request->preset = "cpu";
     auto* cmd = app.add_subcommand(experiment.name, experiment.description);
+    cmd->footer(experiment.help());
     cmd->add_option("--preset", request->preset,
                     fmt::format("configuration to start from: {}", fmt::join(experiment.preset_names(), "|")))
         ->capture_default_str();

@@ -226,7 +226,6 @@ Experiment demo_experiment() {
   Experiment e;
   e.name = "demo";
   e.description = "LN-Nets vs PLN-Nets vs a Tanh net on cos(3 pi x) (`pln demo`)";
-  e.defaults = to_config(DemoConfig{});
   e.metrics = {"ln_best_max_err", "pln_worst_max_err", "tanh_max_err", "seconds"};
   e.plot_run = plot_run;
   return e;

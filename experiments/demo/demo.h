@@ -77,9 +77,9 @@ void write_demo_records(const std::filesystem::path& out, const DemoConfig& conf
 Config run_demo_recorded(const DemoConfig& config, int threads, const std::filesystem::path& out,
                          const std::function<void(const DemoResult&)>& on_done = {});
 
-/// The demo as its records describe it: name "demo", its defaults, metrics and
-/// figure (plot_run: every network against the target, from fit.csv). No
-/// presets, grids or run function: `pln demo` runs it.
+/// The demo as its records describe it: name "demo", its metrics and
+/// figure (plot_run: every network against the target, from fit.csv). No key
+/// table, presets, grids or run function: `pln demo` runs it, its flags its keys.
 Experiment demo_experiment();
 
 }  // namespace pln::exp

@@ -6,6 +6,7 @@
 #include "records/step_log.h"
 #include "records/tensor_csv.h"
 #include "run/checkpoint.h"
+#include "run/device.h"
 #include "run/progress.h"
 #include "sweep/cells.h"
 #include "train/divergence_guard.h"
@@ -27,16 +28,45 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kLayers = {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat", "silu"};
-
-Config defaults() {
-  return {{"layer", "pln"}, {"group", 4}, {"affine", true}, {"width", 256}, {"depth", 1},
-          {"K", 8}, {"n_train", 0}, {"target_seed", 0}, {"lr", 3e-3}, {"schedule", "cosine"},
-          {"warmup", 100}, {"lr_floor", 0.01}, {"steps", 3000}, {"seed", 0},
-          {"dtype", "float32"}, {"log_every", 1}, {"checkpoint_every", 1000}, {"device", "cpu"}};
+// The keys `pln fourier` takes, in config.json's order.
+KeyTable key_table() {
+  return KeyTable(
+      "fourier",
+      {choice("layer", "pln", {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat", "silu"},
+              "the layer after each linear: a norm (the only nonlinearity) or an activation"),
+       integer("group", 4, at_least(1), "features per group of pln and pls"),
+       boolean("affine", true, "the norm's per-feature weight and bias"),
+       integer("width", 256, at_least(1), "features of each hidden layer"),
+       integer("depth", 1, at_least(1), "hidden layers"),
+       integer("K", 8, at_least(1), "Fourier modes of the target"),
+       integer("n_train", 0, at_least(0), "training points, at least 2K + 1 (0: 10 per mode)"),
+       integer("target_seed", 0, "seed of the target's coefficients"),
+       key::lr(3e-3),
+       key::schedule("cosine"),
+       key::warmup(100),
+       key::lr_floor(0.01),
+       integer("steps", 3000, at_least(1), "full-batch Adam steps"),
+       integer("seed", 0, "seed of the initialisation"),
+       choice("dtype", "float32", {"float32", "float64"}, "the network's and the points' dtype"),
+       integer("log_every", 1, at_least(1), "steps between rows of train.csv"),
+       integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
+       key::device()},
+      [](const Config& c) {
+        const auto layer = get_string(c, "layer");
+        const int64_t width = get_int(c, "width"), group = get_int(c, "group"), K = get_int(c, "K");
+        if ((layer == "pln" || layer == "pls") && width % group != 0) {
+          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
+        }
+        const int64_t n_train = get_int(c, "n_train");
+        if (n_train != 0 && n_train < 2 * K + 1) {
+          throw ConfigError(fmt::format(
+              "n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)", n_train, K,
+              2 * K + 1));
+        }
+      });
 }
 
-// Every key, read once.
+// Every key, read once (the key table has checked them).
 struct Setup {
   int64_t width, depth, group, K, n_train;
   std::string layer;
@@ -46,28 +76,16 @@ struct Setup {
 };
 
 Setup setup_from(const Config& c) {
-  require_one_of(c, "layer", kLayers, "fourier");
-  require_one_of(c, "dtype", {"float32", "float64"}, "fourier");
   Setup s{get_int(c, "width"), get_int(c, "depth"), get_int(c, "group"), get_int(c, "K"),
           get_int(c, "n_train"), get_string(c, "layer"),
           get_string(c, "dtype") == "float64" ? torch::kFloat64 : torch::kFloat32};
-  for (const char* key : {"width", "depth", "K"}) require_range<int64_t>(c, key, 1, kUnbounded<int64_t>, "fourier");
-  s.steps = require_range<int64_t>(c, "steps", 1, kUnbounded<int64_t>, "fourier");
-  s.log_every = require_range<int64_t>(c, "log_every", 1, kUnbounded<int64_t>, "fourier");
-  s.checkpoint_every = require_range<int64_t>(c, "checkpoint_every", 0, kUnbounded<int64_t>, "fourier");
+  s.steps = get_int(c, "steps");
+  s.log_every = get_int(c, "log_every");
+  s.checkpoint_every = get_int(c, "checkpoint_every");
   s.affine = get_bool(c, "affine");
   s.seed = get_int(c, "seed");
   s.target_seed = get_int(c, "target_seed");
-  if ((s.layer == "pln" || s.layer == "pls") && (s.group < 1 || s.width % s.group != 0)) {
-    throw std::invalid_argument(fmt::format("fourier: width ({}) must be a positive multiple of group ({})",
-                                            s.width, s.group));
-  }
   if (s.n_train == 0) s.n_train = 10 * s.K;  // ten points per mode
-  if (s.n_train < 2 * s.K + 1) {
-    throw std::invalid_argument(fmt::format(
-        "fourier: n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)",
-        s.n_train, s.K, 2 * s.K + 1));
-  }
   return s;
 }
 
@@ -211,8 +229,8 @@ torch::nn::Sequential make_network(const Config& c) {
 }  // namespace fourier
 
 Experiment fourier_experiment() {
-  Experiment e("fourier", "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks");
-  e.defaults = fourier::defaults();
+  Experiment e("fourier", "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks",
+               fourier::key_table());
   e.presets = {{"smoke", {{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}}},
                {"cpu", {{"steps", 3000}, {"warmup", 100}}},
                {"paper", {{"steps", 10000}, {"warmup", 500}}}};

@@ -9,7 +9,7 @@ namespace pln::exp {
 Experiment fourier_experiment();
 
 namespace fourier {
-/// The network of a configuration: Linear(1, w) -> layer, (depth - 1) x
+/// The network of a (validated) configuration: Linear(1, w) -> layer, (depth - 1) x
 /// [Linear(w, w) -> layer], Linear(w, 1).
 torch::nn::Sequential make_network(const Config& config);
 void plot_run(const std::filesystem::path& run_dir, const std::filesystem::path& out);

@@ -38,9 +38,8 @@ GridAxis labels() {
 }  // namespace
 
 Experiment cnn_experiment() {
-  Experiment e("cnn", "CNNs with PLN/PLS/LN/BN/no norm on Fashion-MNIST or CIFAR-10, clean or fixed random labels");
-  e.defaults = images::image_defaults();
-  e.defaults.update(Config{{"group", 4}});
+  Experiment e("cnn", "CNNs with PLN/PLS/LN/BN/no norm on Fashion-MNIST or CIFAR-10, clean or fixed random labels",
+               images::key_table("cnn", /*width=*/16, /*group=*/4, /*lr=*/0.05));
   e.presets = {
       {"smoke", {{"n_train", 256}, {"n_test", 256}, {"width", 8}, {"epochs", 2}, {"batch_size", 64}}},
       {"cpu", {{"n_train", 1000}, {"n_test", 2000}, {"width", 32}, {"depth", 2}, {"epochs", 40}}},

@@ -1,31 +1,66 @@
 #include "images/train.h"
 
+#include "run/device.h"
 #include "train/image_data.h"
+#include "train/schedule.h"
+
+#include <fmt/format.h>
 
 #include <chrono>
 
 namespace pln::exp::images {
 
-Config image_defaults() {
-  Config c = image_data_defaults();
-  c.update(Config{{"augment", false}, {"norm", "pln"}, {"group", 8}, {"act", "none"}, {"axis", "channel"}, {"width", 16}, {"depth", 1},
-          {"epochs", 10}, {"batch_size", 128}, {"optimizer", "sgd"}, {"lr", 0.05}, {"momentum", 0.9},
-          {"weight_decay", 0.0}, {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.0},
-          {"step_size", 1000}, {"gamma", 0.1}, {"init_scale", 1.0}, {"bias_init", 0.0}, {"seed", 0},
-          {"device", "cpu"}, {"amp", "none"}});
-  return c;
+KeyTable key_table(const std::string& family, int64_t width, int64_t group, double lr, const KeyTable::Check& check) {
+  return KeyTable(
+      family,
+      {key::data(),
+       key::data_dir(),
+       key::labels(),
+       key::label_seed(),
+       key::labels_file(),
+       key::n_train(),
+       key::n_test(),
+       boolean("augment", false, "random crops (padding 4) and horizontal flips"),
+       choice("norm", "pln", {"pln", "pls", "ln", "bn", "none"}, "the norm after each conv"),
+       integer("group", group, at_least(1), "channels per group of pln and pls"),
+       choice("act", "none", {"none", "relu", "tanh", "sat", "silu"}, "the activation after each norm"),
+       choice("axis", "channel", {"channel", "mixed"}, "mixed: every other block groups pixels along the width"),
+       integer("width", width, at_least(1), "channels of the first stage"),
+       integer("depth", 1, at_least(1), "cnn: conv blocks per stage"),
+       integer("epochs", 10, at_least(1), "epochs to train"),
+       integer("batch_size", 128, at_least(1), "images per step"),
+       choice("optimizer", "sgd", {"sgd", "adam"}, "SGD with momentum, or Adam"),
+       key::lr(lr),
+       number("momentum", 0.9, at_least(0), "SGD's momentum"),
+       number("weight_decay", 0.0, at_least(0), "L2 weight decay"),
+       key::schedule("cosine"),
+       key::warmup(0),
+       key::lr_floor(0.0),
+       key::step_size(1000),
+       key::gamma(0.1),
+       number("init_scale", 1.0, "He initialisation's weights times this"),
+       number("bias_init", 0.0, "every bias's initial value"),
+       integer("seed", 0, "seed of the initialisation and the batch order"),
+       key::device(),
+       key::amp()},
+      [check](const Config& c) {
+        const auto norm = get_string(c, "norm");
+        const int64_t width = get_int(c, "width"), group = get_int(c, "group");
+        if ((norm == "pln" || norm == "pls") && width % group != 0) {
+          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
+        }
+        check_amp(c);
+        if (check) check(c);
+      });
 }
 
 Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuilder& build, int64_t min_size,
                       const std::string& experiment) {
-  require_one_of(c, "optimizer", {"sgd", "adam"}, experiment);
-  const double momentum = require_range<double>(c, "momentum", 0.0, kUnbounded<double>, experiment);
-  const double weight_decay = require_range<double>(c, "weight_decay", 0.0, kUnbounded<double>, experiment);
-  check_classifier_keys(c, experiment);
+  const double momentum = get_double(c, "momentum"), weight_decay = get_double(c, "weight_decay");
   const bool sgd = get_string(c, "optimizer") == "sgd";
   const auto started = std::chrono::steady_clock::now();
 
-  const auto data = prepare_images(c, min_size, experiment);
+  const auto data = prepare_images(c, min_size);
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   const BlockSpec spec{get_string(c, "norm"), get_int(c, "group"), get_string(c, "act"), get_string(c, "axis")};
   auto net = build(spec, data.x_train.size(1), data.x_train.size(2), data.classes);

@@ -10,6 +10,8 @@
 #include "images/models.h"
 #include "images/train.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace pln::exp {
@@ -21,6 +23,12 @@ Config vgg_run(const Config& c, const RunContext& ctx) {
     return images::make_vgg16(channels, get_int(c, "width"), classes, spec);
   };
   return images::run_classifier(c, ctx, build, 32, "vgg");
+}
+
+// The widths make_vgg16 takes (images/models.cpp): its convs have width x {1, 2, 4, 8} channels.
+void check_width(const Config& c) {
+  const int64_t width = get_int(c, "width");
+  if (width % 8 != 0) throw ConfigError(fmt::format("width must be a multiple of 8, got {}", width));
 }
 
 Config variant(const std::string& norm, const std::string& act) {
@@ -72,9 +80,8 @@ GridAxis bias_study_models() {
 }  // namespace
 
 Experiment vgg_experiment() {
-  Experiment e("vgg", "VGG-16 with PLN(8) as the only nonlinearity, or ReLU/Tanh/SAT/SiLU, or BN/LN; He init x init_scale");
-  e.defaults = images::image_defaults();
-  e.defaults.update(Config{{"width", 64}, {"group", 8}, {"lr", 0.01}});
+  Experiment e("vgg", "VGG-16 with PLN(8) as the only nonlinearity, or ReLU/Tanh/SAT/SiLU, or BN/LN; He init x init_scale",
+               images::key_table("vgg", /*width=*/64, /*group=*/8, /*lr=*/0.01, check_width));
   e.presets = {{"smoke", {{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}}},
                {"cpu", {{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"epochs", 5}}},
                {"paper", {{"data", "cifar10"}, {"epochs", 60}, {"augment", true}, {"weight_decay", 5e-4}}}};

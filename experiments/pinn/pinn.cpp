@@ -9,6 +9,7 @@
 #include "records/step_log.h"
 #include "records/tensor_csv.h"
 #include "run/checkpoint.h"
+#include "run/device.h"
 #include "run/progress.h"
 #include "sweep/cells.h"
 #include "train/divergence_guard.h"
@@ -29,18 +30,47 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Config defaults() {
-  return {
-      {"problem", "helmholtz1d"}, {"width", 128}, {"depth", 3}, {"norm", "pln"}, {"group", 4},
-      {"act", "none"}, {"optimizer", "adam"}, {"lr", 1e-3}, {"momentum", 0.9},
-      {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.01}, {"step_size", 1000},
-      {"gamma", 0.5}, {"steps", 3000}, {"n_interior", 1000}, {"n_boundary", 0},
-      {"bc_weight", 1.0}, {"n_test", 1001}, {"seed", 0}, {"dtype", "float64"},
-      {"eval_every", 250}, {"ntk_every", 1000}, {"ntk_eigenvalues", false}, {"log_every", 1},
-      {"checkpoint_every", 1000}, {"device", "cpu"}};
+// The keys `pln pinn` takes, in config.json's order.
+KeyTable key_table() {
+  return KeyTable(
+      "pinn",
+      {choice("problem", "helmholtz1d", {"helmholtz1d", "helmholtz2d"}, "the Helmholtz problem on [-1, 1] or [-1, 1]^2"),
+       integer("width", 128, at_least(1), "features of each hidden layer"),
+       integer("depth", 3, at_least(1), "hidden layers, each [norm -> act -> linear]"),
+       choice("norm", "pln", {"pln", "pls", "ln", "none"}, "the norm of each hidden layer (no affine)"),
+       integer("group", 4, at_least(1), "features per group of pln and pls"),
+       choice("act", "none", {"none", "tanh", "relu", "sigmoid", "sat", "silu"}, "the activation after each norm"),
+       choice("optimizer", "adam", {"adam", "sgd"}, "Adam, or SGD with momentum"),
+       key::lr(1e-3),
+       number("momentum", 0.9, at_least(0), "SGD's momentum"),
+       key::schedule("cosine"),
+       key::warmup(0),
+       key::lr_floor(0.01),
+       key::step_size(1000),
+       key::gamma(0.5),
+       integer("steps", 3000, at_least(1), "full-batch training steps"),
+       integer("n_interior", 1000, at_least(1), "interior collocation points"),
+       integer("n_boundary", 0, at_least(0), "boundary points (0: 2 in 1-D, 256 in 2-D)"),
+       number("bc_weight", 1.0, at_least(0), "weight of the boundary loss"),
+       integer("n_test", 1001, at_least(2), "test points per axis"),
+       integer("seed", 0, "seed of the initialisation"),
+       choice("dtype", "float64", {"float32", "float64"}, "the network's and the points' dtype"),
+       integer("eval_every", 250, at_least(0), "steps between test errors (0: at the end only)"),
+       integer("ntk_every", 1000, at_least(0), "steps between output-NTK statistics (0: none)"),
+       boolean("ntk_eigenvalues", false, "also write every NTK eigenvalue"),
+       integer("log_every", 1, at_least(1), "steps between rows of train.csv"),
+       integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
+       key::device()},
+      [](const Config& c) {
+        const auto norm = get_string(c, "norm");
+        const int64_t width = get_int(c, "width"), group = get_int(c, "group");
+        if ((norm == "pln" || norm == "pls") && width % group != 0) {
+          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
+        }
+      });
 }
 
-// Every key, read once.
+// Every key, read once (the key table has checked them).
 struct Setup {
   Problem problem;
   NetSpec net;
@@ -53,8 +83,6 @@ struct Setup {
 
 Setup setup_from(const Config& c) {
   Setup s{make_problem(get_string(c, "problem")), {}, torch::kFloat64, get_int(c, "n_boundary")};
-  require_one_of(c, "dtype", {"float32", "float64"}, "pinn");
-  require_one_of(c, "optimizer", {"adam", "sgd"}, "pinn");
   s.dtype = get_string(c, "dtype") == "float32" ? torch::kFloat32 : torch::kFloat64;
   s.net.in_dim = s.problem.dim;
   s.net.width = get_int(c, "width");
@@ -62,17 +90,16 @@ Setup setup_from(const Config& c) {
   s.net.norm = get_string(c, "norm");
   s.net.group = get_int(c, "group");
   s.net.act = get_string(c, "act");
-  s.net.validate();
   if (s.n_boundary == 0) s.n_boundary = s.problem.dim == 1 ? 2 : 256;
-  s.steps = require_range<int64_t>(c, "steps", 1, kUnbounded<int64_t>, "pinn");
-  s.log_every = require_range<int64_t>(c, "log_every", 1, kUnbounded<int64_t>, "pinn");
-  s.eval_every = require_range<int64_t>(c, "eval_every", 0, kUnbounded<int64_t>, "pinn");
-  s.ntk_every = require_range<int64_t>(c, "ntk_every", 0, kUnbounded<int64_t>, "pinn");
-  s.checkpoint_every = require_range<int64_t>(c, "checkpoint_every", 0, kUnbounded<int64_t>, "pinn");
-  s.n_interior = require_range<int64_t>(c, "n_interior", 1, kUnbounded<int64_t>, "pinn");
-  s.n_test = require_range<int64_t>(c, "n_test", 2, kUnbounded<int64_t>, "pinn");
-  s.bc_weight = require_range<double>(c, "bc_weight", 0.0, kUnbounded<double>, "pinn");
-  s.momentum = require_range<double>(c, "momentum", 0.0, kUnbounded<double>, "pinn");
+  s.steps = get_int(c, "steps");
+  s.log_every = get_int(c, "log_every");
+  s.eval_every = get_int(c, "eval_every");
+  s.ntk_every = get_int(c, "ntk_every");
+  s.checkpoint_every = get_int(c, "checkpoint_every");
+  s.n_interior = get_int(c, "n_interior");
+  s.n_test = get_int(c, "n_test");
+  s.bc_weight = get_double(c, "bc_weight");
+  s.momentum = get_double(c, "momentum");
   s.adam = get_string(c, "optimizer") == "adam";
   s.ntk_eigenvalues = get_bool(c, "ntk_eigenvalues");
   return s;
@@ -326,8 +353,7 @@ std::map<std::string, GridSpec> grids() {
 }  // namespace pinn
 
 Experiment pinn_experiment() {
-  Experiment e("pinn", "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics");
-  e.defaults = pinn::defaults();
+  Experiment e("pinn", "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics", pinn::key_table());
   e.presets = {{"smoke", {{"width", 16}, {"depth", 2}, {"steps", 40}, {"n_interior", 64}, {"n_test", 101},
                           {"eval_every", 20}, {"ntk_every", 20}}},
                {"cpu", {{"steps", 3000}, {"n_interior", 1000}, {"eval_every", 250}, {"ntk_every", 1000}}},

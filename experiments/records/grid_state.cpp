@@ -43,7 +43,7 @@ GridStatus grid_status(const Experiment& experiment, const std::string& grid, co
   const GridSpec& spec = find_grid(experiment, grid);
   GridStatus status{experiment.name, grid, std::filesystem::absolute(out).lexically_normal(), {}};
   for (const auto& cell : expand_grid(spec)) {
-    status.cells.emplace_back(cell.id, cell_status(status.out / cell.id, cell_done(experiment, spec, cell, status.out)));
+    status.cells.emplace_back(cell.id, cell_status(status.out / cell.id, cell_done(spec, cell, status.out)));
   }
   return status;
 }

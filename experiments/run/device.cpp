@@ -65,13 +65,21 @@ Config device_record(const torch::Device& device) {
   return {{"device", device.str()}, {"device_name", name}};
 }
 
-bool config_amp_bf16(const Config& config, const torch::Device& device, const std::string& experiment) {
-  require_one_of(config, "amp", {"none", "bf16"}, experiment);
-  const bool bf16 = get_string(config, "amp") == "bf16";
-  if (bf16 && !device.is_cuda()) {
-    throw std::invalid_argument(fmt::format("{}: amp=bf16 is autocast on CUDA; device is {}", experiment, device.str()));
-  }
-  return bf16;
+namespace key {
+
+Key device() {
+  return text("device", "cpu", "cpu|cuda|cuda:N", [](const std::string& t) { (void)parse_device(t, false); },
+              "the device to train on");
+}
+
+Key amp() { return choice("amp", "none", {"none", "bf16"}, "mixed precision: bf16 is autocast on CUDA"); }
+
+}  // namespace key
+
+void check_amp(const Config& config) {
+  if (get_string(config, "amp") != "bf16") return;
+  const auto device = parse_device(get_string(config, "device"), false);
+  if (!device.is_cuda()) throw ConfigError(fmt::format("amp=bf16 is autocast on CUDA; device is {}", device.str()));
 }
 
 AutocastBF16::AutocastBF16(bool enabled) : enabled_(enabled) {

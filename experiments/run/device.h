@@ -5,6 +5,7 @@
 // autocast on CUDA).
 
 #include "spec/config.h"
+#include "spec/keys.h"
 
 #include <torch/torch.h>
 
@@ -29,8 +30,16 @@ bool torch_has_cuda();
 /// `{"device": "cuda:0", "device_name": "NVIDIA H200"}` (the CPU's model name on cpu).
 Config device_record(const torch::Device& device);
 
-/// The `amp` key: "none", or "bf16" (CUDA devices only); checked.
-bool config_amp_bf16(const Config& config, const torch::Device& device, const std::string& experiment);
+namespace key {
+/// `device`: cpu (default), cuda or cuda:N; its form is checked with the other
+/// keys, whether the GPU is present when the run starts.
+Key device();
+/// `amp`: none (default), or bf16, autocast to bfloat16 on a CUDA device.
+Key amp();
+}  // namespace key
+
+/// amp=bf16 needs a CUDA device: throws ConfigError otherwise (a family's check across keys).
+void check_amp(const Config& config);
 
 /// Autocast to bfloat16 on CUDA for its lifetime, when enabled; restores the previous state.
 class AutocastBF16 {

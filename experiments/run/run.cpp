@@ -27,7 +27,8 @@ namespace pln::exp {
 Config resolve_config(const Experiment& experiment, const std::string& preset,
                       const std::vector<std::string>& sets) {
   Config config = experiment.preset(preset);
-  apply_overrides(config, sets, experiment.name);
+  experiment.keys.apply(config, sets);
+  experiment.keys.validate(config);  // every key, and the family's checks across keys
   return config;
 }
 

@@ -20,8 +20,9 @@ struct RunRequest {
   bool resume = false;             ///< continue from the run's checkpoint (resumable experiments)
 };
 
-/// The preset with the overrides applied; throws std::invalid_argument naming
-/// the preset, key or value at fault.
+/// The preset with the overrides applied, validated by the family's key table
+/// (each key's type, range and values, and the family's checks across keys);
+/// throws std::invalid_argument naming the preset, key or value at fault.
 Config resolve_config(const Experiment& experiment, const std::string& preset,
                       const std::vector<std::string>& sets);
 

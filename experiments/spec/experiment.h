@@ -1,11 +1,12 @@
 #pragma once
-// What an experiment family gives the framework: its presets, its grids, a
+// What an experiment family gives the framework: its key table, its presets, its grids, a
 // function that runs one configuration, the metrics every run reports, and
 // its figures. The command line, the grid runner and `pln validate` work on
 // this description only, so a new family is a new folder plus one line in
 // experiments/registry.cpp.
 
 #include "spec/config.h"
+#include "spec/keys.h"
 #include "records/csv.h"
 
 #include <c10/core/Device.h>
@@ -53,7 +54,7 @@ struct GridSpec {
   std::vector<GridAxis> axes;
 };
 
-/// A run preset: its name and the keys it changes from the family's defaults.
+/// A run preset: its name and the keys it changes from the defaults of the family's key table.
 struct Preset {
   std::string name;
   Config changes = Config::object();
@@ -61,12 +62,14 @@ struct Preset {
 
 struct Experiment {
   Experiment() = default;
-  Experiment(std::string name_, std::string description_)
-      : name(std::move(name_)), description(std::move(description_)) {}
+  Experiment(std::string name_, std::string description_, KeyTable keys_ = {})
+      : name(std::move(name_)), description(std::move(description_)), keys(std::move(keys_)) {}
 
   std::string name;
   std::string description;
-  Config defaults = Config::object();  ///< every key the family takes, with its default
+  /// Every key the family takes: its default, what it allows, its help; the
+  /// family's checks across keys (spec/keys.h). Its family is `name`.
+  KeyTable keys;
   std::vector<Preset> presets;         ///< e.g. smoke, cpu, paper, in the order the command line lists them
   /// Keys the summary reports again, resolved (vit's `width` 0 is the size's
   /// width): records hold the summary's value, which is not the preset's.
@@ -95,6 +98,8 @@ struct Experiment {
   /// listing the presets (std::logic_error for a change to a key the defaults lack).
   Config preset(const std::string& name) const;
   std::vector<std::string> preset_names() const;
+  /// `pln <name> --help`'s footer: the key table, then each preset's changes.
+  std::string help() const;
 };
 
 /// Every experiment family, in the order the command line lists them.

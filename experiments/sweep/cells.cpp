@@ -47,8 +47,7 @@ std::vector<std::string> without_device(std::vector<std::string> sets) {
 // A cell is done when its summary exists and its config.json records this
 // cell's preset and overrides; a cell run with other settings (the grid's
 // definition changed since) is not, and runs again.
-bool ran_with_cell_settings(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
-                            const std::filesystem::path& out) {
+bool ran_with_cell_settings(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
   try {
     const auto config = read_json_file(out / cell.id / "config.json");
     return config.at("preset").get<std::string>() == spec.preset &&
@@ -61,9 +60,8 @@ bool ran_with_cell_settings(const Experiment& experiment, const GridSpec& spec, 
 
 }  // namespace
 
-bool cell_done(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
-               const std::filesystem::path& out) {
-  return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(experiment, spec, cell, out);
+bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out) {
+  return std::filesystem::exists(out / cell.id / "summary.json") && ran_with_cell_settings(spec, cell, out);
 }
 
 namespace {
@@ -75,7 +73,7 @@ bool ran_with_other_settings(const Experiment& experiment, const GridSpec& spec,
                              const std::filesystem::path& out) {
   const auto file = out / cell.id / "config.json";
   if (!std::filesystem::exists(file)) return false;
-  if (!ran_with_cell_settings(experiment, spec, cell, out)) return true;
+  if (!ran_with_cell_settings(spec, cell, out)) return true;
   try {
     auto ran = read_json_file(file).at("config");
     auto now = resolve_config(experiment, spec.preset, cell.sets);
@@ -168,8 +166,7 @@ Config grid_manifest(const Experiment& experiment, const std::string& grid) {
   return manifest;
 }
 
-CsvTable collect_records(const Experiment& experiment, const GridSpec& spec, const std::vector<GridCell>& cells,
-                         const std::filesystem::path& out) {
+CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells, const std::filesystem::path& out) {
   CsvTable table;
   std::set<std::string> seen;
   add_column(table, seen, "cell");
@@ -181,7 +178,7 @@ CsvTable collect_records(const Experiment& experiment, const GridSpec& spec, con
   std::vector<Done> done;
   for (const auto& cell : cells) {
     const auto dir = out / cell.id;
-    if (!cell_done(experiment, spec, cell, out)) continue;
+    if (!cell_done(spec, cell, out)) continue;
     Done d{&cell, read_json_file(dir / "config.json").at("config"), read_json_file(dir / "summary.json")};
     d.summary.erase("experiment");
     for (const auto& item : d.config.items()) add_column(table, seen, item.key());
@@ -210,11 +207,11 @@ std::vector<std::string> Sweep::command(const GridCell& cell) const {
   return cell_command(*experiment, *spec, cell, out, threads);
 }
 
-bool Sweep::is_done(const GridCell& cell) const { return cell_done(*experiment, *spec, cell, out); }
+bool Sweep::is_done(const GridCell& cell) const { return cell_done(*spec, cell, out); }
 
 size_t Sweep::write_records() const {
   const FileLock records_lock = FileLock::wait_for(out / "records.lock");
-  const auto table = collect_records(*experiment, *spec, cells, out);
+  const auto table = collect_records(*spec, cells, out);
   write_file_atomic(out / "records.csv", to_csv(table));
   return table.rows.size();
 }
@@ -245,7 +242,7 @@ Sweep prepare_sweep(const Experiment& experiment, const std::string& grid, const
 
   size_t elsewhere = 0;
   for (const auto& cell : sweep.cells) {
-    if (cell_done(experiment, *sweep.spec, cell, sweep.out)) continue;
+    if (cell_done(*sweep.spec, cell, sweep.out)) continue;
     // A cell another process is running (a second grid, a Slurm task) is left to it.
     if (cell_status(sweep.out / cell.id, false).state == CellState::kRunning) {
       ++elsewhere;

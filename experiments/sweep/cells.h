@@ -33,8 +33,7 @@ std::vector<GridCell> expand_grid(const GridSpec& spec);
 /// Whether the cell is done: its summary.json exists and its config.json
 /// records this cell's preset and overrides (a cell run with other settings,
 /// the grid's definition having changed since, runs again).
-bool cell_done(const Experiment& experiment, const GridSpec& spec, const GridCell& cell,
-               const std::filesystem::path& out);
+bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem::path& out);
 
 /// The command line that runs one cell. Cells of resumable experiments get
 /// --resume, unless the cell's directory holds a run of other settings
@@ -52,8 +51,7 @@ std::vector<std::string> grid_axes(const std::filesystem::path& dir);
 
 /// records.csv's table from the finished cells under `out` (columns: cell,
 /// the axes, every config key, every metric; first-seen order).
-CsvTable collect_records(const Experiment& experiment, const GridSpec& spec, const std::vector<GridCell>& cells,
-                         const std::filesystem::path& out);
+CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells, const std::filesystem::path& out);
 
 /// A grid ready for a launcher: every cell's configuration resolved, the
 /// manifest written, the cells still to run chosen.

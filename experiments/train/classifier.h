@@ -6,8 +6,9 @@
 // at the end. A family gives its network, its optimiser and the few settings
 // of ClassifierHooks.
 //
-// Config keys read here: epochs, batch_size, augment, seed, amp and the
-// schedule's (lr, schedule, warmup, lr_floor, step_size, gamma; warmup in steps).
+// Config keys read here, validated by the family's key table: epochs,
+// batch_size, augment, seed, amp and the schedule's (lr, schedule, warmup,
+// lr_floor, step_size, gamma; warmup in steps).
 
 #include "spec/experiment.h"
 #include "train/image_data.h"
@@ -26,7 +27,7 @@ struct Accuracy {
 };
 
 struct ClassifierHooks {
-  std::string experiment;
+  std::string experiment;  ///< the progress line's and the divergence message's name
   /// The optimiser over the network's parameters, at learning rate `lr`.
   std::function<std::unique_ptr<torch::optim::Optimizer>(torch::nn::Module& network, double lr)> optimizer;
   torch::nn::functional::CrossEntropyFuncOptions loss{};
@@ -48,11 +49,6 @@ struct ClassifierResult {
   int64_t epochs_done = 0, diverged_at = -1, n_params = 0;
   double seconds = 0, images_per_s = 0;
 };
-
-/// Throws std::invalid_argument naming the key when epochs or batch_size is
-/// out of range; a family calls it before the data load, so that a bad key
-/// fails at once.
-void check_classifier_keys(const Config& config, const std::string& experiment);
 
 /// Trains `network` (whose forward is `forward`, on `context.device`) on
 /// `data`; writes epochs.csv, and checkpoint.pt after every epoch, into the

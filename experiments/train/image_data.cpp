@@ -31,14 +31,23 @@ void keep_first(ImageSet& set, int64_t n) {
 
 }  // namespace
 
-Config image_data_defaults() {
-  return {{"data", "fashion-mnist"}, {"data_dir", ""}, {"labels", "clean"}, {"label_seed", 0},
-          {"labels_file", ""}, {"n_train", 0}, {"n_test", 0}};
-}
+namespace key {
 
-PreparedImages prepare_images(const Config& c, int64_t min_size, const std::string& experiment) {
-  require_one_of(c, "labels", {"clean", "random"}, experiment);
-  for (const char* key : {"n_train", "n_test"}) require_range<int64_t>(c, key, 0, kUnbounded<int64_t>, experiment);
+Key data() { return choice("data", "fashion-mnist", {"fashion-mnist", "cifar10"}, "the data set"); }
+Key data_dir() {
+  return text("data_dir", "", "the data set's folder (\"\": Debian's fashion-mnist; cifar10 needs one)");
+}
+Key labels() { return choice("labels", "clean", {"clean", "random"}, "the data set's labels, or fixed random ones"); }
+Key label_seed() { return integer("label_seed", 0, "seed of the fixed random labels"); }
+Key labels_file() {
+  return text("labels_file", "", "file of the fixed random labels (default: beside the data, or ~/.cache/pln)");
+}
+Key n_train() { return integer("n_train", 0, at_least(0), "training images, the first ones (0: all)"); }
+Key n_test() { return integer("n_test", 0, at_least(0), "test images, the first ones (0: all)"); }
+
+}  // namespace key
+
+PreparedImages prepare_images(const Config& c, int64_t min_size) {
   auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
   PreparedImages out;
   if (get_string(c, "labels") == "random") {

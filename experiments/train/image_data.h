@@ -6,9 +6,11 @@
 //
 // Config keys: data (fashion-mnist | cifar10), data_dir, labels (clean |
 // random), label_seed, labels_file (default: beside the data when writable,
-// else under $XDG_CACHE_HOME/pln or ~/.cache/pln), n_train, n_test (0: all).
+// else under $XDG_CACHE_HOME/pln or ~/.cache/pln), n_train, n_test (0: all),
+// declared by the key:: functions below for a family's key table.
 
 #include "spec/config.h"
+#include "spec/keys.h"
 
 #include <torch/torch.h>
 
@@ -23,11 +25,18 @@ struct PreparedImages {
   std::string labels_file;     ///< the fixed random labels' file; "" for clean labels
 };
 
-/// The data keys above with their defaults.
-Config image_data_defaults();
+namespace key {
+Key data();         ///< fashion-mnist | cifar10
+Key data_dir();
+Key labels();       ///< clean | random
+Key label_seed();
+Key labels_file();
+Key n_train();      ///< >= 0, 0: all
+Key n_test();       ///< >= 0, 0: all
+}  // namespace key
 
-/// Throws std::invalid_argument naming `experiment` and the key at fault, or
-/// std::runtime_error naming the file at fault.
-PreparedImages prepare_images(const Config& config, int64_t min_size, const std::string& experiment);
+/// Loads the data the (validated) keys name; throws std::runtime_error naming
+/// the file at fault.
+PreparedImages prepare_images(const Config& config, int64_t min_size);
 
 }  // namespace pln::exp

@@ -40,6 +40,19 @@ double Schedule::at(int64_t k) const {
   return lr;
 }
 
+namespace key {
+
+Key lr(double value) { return number("lr", value, above(0), "peak learning rate"); }
+Key schedule(std::string value) {
+  return choice("schedule", std::move(value), {"constant", "step", "cosine"}, "learning-rate decay after the warmup");
+}
+Key warmup(int64_t value) { return integer("warmup", value, at_least(0), "steps of linear warmup"); }
+Key lr_floor(double value) { return number("lr_floor", value, closed(0, 1), "cosine's final lr, a fraction of lr"); }
+Key step_size(int64_t value) { return integer("step_size", value, at_least(1), "step decay: steps per decay"); }
+Key gamma(double value) { return number("gamma", value, left_open(0, 1), "step decay: factor per decay"); }
+
+}  // namespace key
+
 Schedule schedule_from_config(const Config& config, int64_t total) {
   Schedule s;
   s.kind = get_string(config, "schedule");

@@ -5,9 +5,11 @@
 // Config keys read by schedule_from_config: lr, schedule (constant | step |
 // cosine), warmup (steps), lr_floor (cosine's final lr as a fraction of lr),
 // step_size and gamma (step decay: lr * gamma^floor(k / step_size), k counted
-// after warmup).
+// after warmup). The key:: functions below declare them for a family's key
+// table, which validates them.
 
 #include "spec/config.h"
+#include "spec/keys.h"
 
 #include <torch/optim/optimizer.h>
 
@@ -30,6 +32,15 @@ struct Schedule {
   /// Learning rate of step k, 0 <= k < total.
   double at(int64_t k) const;
 };
+
+namespace key {
+Key lr(double value);               ///< > 0
+Key schedule(std::string value);    ///< constant | step | cosine
+Key warmup(int64_t value);          ///< steps, >= 0
+Key lr_floor(double value);         ///< in [0, 1]
+Key step_size(int64_t value);       ///< >= 1
+Key gamma(double value);            ///< in (0, 1]
+}  // namespace key
 
 /// The schedule named by a configuration's keys, over `total` steps.
 Schedule schedule_from_config(const Config& config, int64_t total);

@@ -1,5 +1,6 @@
 #include "vit/train.h"
 
+#include "run/device.h"
 #include "train/image_data.h"
 #include "train/schedule.h"
 
@@ -28,28 +29,63 @@ std::vector<torch::optim::OptimizerParamGroup> parameter_groups(VisionTransforme
   return groups;
 }
 
+void check_norm_sites(const std::string& sites) { (void)parse_norm_sites("pln", 1, sites); }
+
 uint64_t epoch_seed(int64_t seed, int64_t epoch) {
   return static_cast<uint64_t>(seed) * 1000003ULL + static_cast<uint64_t>(epoch) + 1;
 }
 
 }  // namespace
 
-Config vit_defaults() {
-  Config c = image_data_defaults();
-  c.update(Config{{"augment", false}, {"size", "micro"}, {"width", 0}, {"blocks", 0}, {"heads", 0},
-                  {"patch", 7}, {"mlp_ratio", 4}, {"norm", "pln"}, {"group", 8}, {"norm_sites", ""},
-                  {"act", "gelu"}, {"drop_path", 0.0}, {"epochs", 10}, {"batch_size", 128}, {"lr", 1e-3},
-                  {"weight_decay", 0.05}, {"schedule", "cosine"}, {"warmup", 0}, {"lr_floor", 0.0},
-                  {"step_size", 1000}, {"gamma", 0.1}, {"label_smoothing", 0.0},
-                  {"clip_grad", 1.0}, {"seed", 0}, {"device", "cpu"}, {"amp", "none"}});
-  return c;
+KeyTable key_table() {
+  return KeyTable(
+      "vit",
+      {key::data(),
+       key::data_dir(),
+       key::labels(),
+       key::label_seed(),
+       key::labels_file(),
+       key::n_train(),
+       key::n_test(),
+       boolean("augment", false, "random crops (padding 4) and horizontal flips"),
+       choice("size", "micro", {"micro", "tiny", "small"}, "width, blocks and heads: 128/4/4, 192/12/3, 384/12/6"),
+       integer("width", 0, at_least(0), "token features (0: the size's)"),
+       integer("blocks", 0, at_least(0), "transformer blocks (0: the size's)"),
+       integer("heads", 0, at_least(0), "attention heads, dividing the width (0: the size's)"),
+       integer("patch", 7, at_least(1), "patch side in pixels, dividing the image's"),
+       integer("mlp_ratio", 4, at_least(1), "the MLP's hidden features per token feature"),
+       choice("norm", "pln", {"ln", "pln", "pls", "none"}, "the norm at every site"),
+       integer("group", 8, at_least(1), "features per group of pln and pls"),
+       text("norm_sites", "", "site:kind,...", check_norm_sites,
+            "other norms at some sites (attn, mlp, final), e.g. final:ln"),
+       choice("act", "gelu", {"gelu", "relu", "silu", "sat", "none"}, "the MLP's activation"),
+       number("drop_path", 0.0, right_open(0, 1), "stochastic depth's drop probability"),
+       integer("epochs", 10, at_least(1), "epochs to train"),
+       integer("batch_size", 128, at_least(1), "images per step"),
+       key::lr(1e-3),
+       number("weight_decay", 0.05, at_least(0), "AdamW's decoupled weight decay (matrices only)"),
+       key::schedule("cosine"),
+       key::warmup(0),
+       key::lr_floor(0.0),
+       key::step_size(1000),
+       key::gamma(0.1),
+       number("label_smoothing", 0.0, right_open(0, 1), "cross-entropy's label smoothing"),
+       number("clip_grad", 1.0, at_least(0), "gradient norm clip (0: none)"),
+       integer("seed", 0, "seed of the initialisation, batch order and drop path"),
+       key::device(),
+       key::amp()},
+      [](const Config& c) {
+        // The network's shape (heads and groups dividing the width) before the
+        // data load; the patch is checked against the real image size after it.
+        (void)options_from_config(c, 1, get_int(c, "patch"), 10);
+        check_amp(c);
+      });
 }
 
 ViTOptions options_from_config(const Config& c, int64_t channels, int64_t size, int64_t classes) {
   const auto defaults = size_defaults(get_string(c, "size"));
   const auto pick = [&c](const char* key, int64_t fallback) {
     const int64_t v = get_int(c, key);
-    if (v < 0) throw std::invalid_argument(fmt::format("vit: {} must be >= 0 (0: the size's), got {}", key, v));
     return v == 0 ? fallback : v;
   };
   ViTOptions o;
@@ -69,15 +105,11 @@ ViTOptions options_from_config(const Config& c, int64_t channels, int64_t size, 
 }
 
 Config train_vit(const Config& c, const RunContext& ctx) {
-  const double smoothing = require_range<double>(c, "label_smoothing", 0.0, 1.0, "vit", false);
-  const double clip = require_range<double>(c, "clip_grad", 0.0, kUnbounded<double>, "vit");
-  const double weight_decay = require_range<double>(c, "weight_decay", 0.0, kUnbounded<double>, "vit");
-  check_classifier_keys(c, "vit");
+  const double smoothing = get_double(c, "label_smoothing"), clip = get_double(c, "clip_grad");
+  const double weight_decay = get_double(c, "weight_decay");
   const auto started = std::chrono::steady_clock::now();
-  // Check the network's options before the data loads: a bad key fails at once.
-  (void)options_from_config(c, 1, std::max<int64_t>(1, get_int(c, "patch")), 10);
 
-  const auto data = prepare_images(c, 1, "vit");
+  const auto data = prepare_images(c, 1);
   const auto options = options_from_config(c, data.x_train.size(1), data.x_train.size(2), data.classes);
   torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
   VisionTransformer net(options);

@@ -14,11 +14,13 @@
 
 namespace pln::exp::vit {
 
-/// Every key `pln vit` takes, with its default.
-Config vit_defaults();
+/// The keys `pln vit` takes: defaults, values, help, and the checks across
+/// keys (the network's shape, norm_sites, amp).
+KeyTable key_table();
 
 /// The network options a configuration describes, for images of
-/// (channels, size) and `classes` labels. Throws std::invalid_argument naming the key.
+/// (channels, size) and `classes` labels (0 for width, blocks or heads: the
+/// size's). Throws std::invalid_argument, "vit: ...", when they do not fit.
 ViTOptions options_from_config(const Config& config, int64_t channels, int64_t size, int64_t classes);
 
 /// Trains and evaluates; writes epochs.csv and checkpoint.pt into the run

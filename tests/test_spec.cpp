@@ -1,0 +1,184 @@
+// Every family's key table (spec/keys.h) against its presets, grids and
+// records: the defaults are of their keys' types, presets and grids only set
+// keys of the table to values it accepts, a bad value is refused before
+// anything is written, and config.json keeps the order the shipped records have.
+
+#include <gtest/gtest.h>
+
+#include "experiment_helpers.h"
+
+#include <records/csv.h>
+#include <records/json.h>
+#include <run/run.h>
+#include <spec/experiment.h>
+#include <spec/keys.h>
+#include <sweep/cells.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace pln::exp {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+using test::fresh_dir;
+
+TEST(Spec, EveryKeyHasADefaultOfItsDeclaredType) {
+  for (const auto& e : experiments()) {
+    SCOPED_TRACE(e.name);
+    EXPECT_EQ(e.keys.family(), e.name);
+    ASSERT_FALSE(e.keys.keys().empty());
+    const Config defaults = e.keys.defaults();
+    ASSERT_EQ(defaults.size(), e.keys.keys().size());
+    for (const auto& key : e.keys.keys()) {
+      SCOPED_TRACE(key.name);
+      const auto& value = defaults.at(key.name);
+      const auto type = type_name(key);
+      if (type == "integer") EXPECT_TRUE(value.is_number_integer());
+      else if (type == "number") EXPECT_TRUE(value.is_number_float());
+      else if (type == "bool") EXPECT_TRUE(value.is_boolean());
+      else EXPECT_TRUE(value.is_string()) << type;
+      EXPECT_FALSE(key.help.empty());
+      // The default, written as --set writes it, reads back as itself.
+      Config again = defaults;
+      e.keys.apply(again, key.name + "=" + value_text(value));
+      EXPECT_EQ(again.at(key.name), value);
+      EXPECT_EQ(again.at(key.name).type(), value.type());
+    }
+    EXPECT_NO_THROW(e.keys.validate(defaults));
+    // --help lists every key with its default.
+    const auto help = e.help();
+    for (const auto& key : e.keys.keys()) EXPECT_NE(help.find("  " + key.name + " "), std::string::npos) << key.name;
+    for (const auto& p : e.presets) EXPECT_NE(help.find("  " + p.name + ": "), std::string::npos) << p.name;
+  }
+}
+
+TEST(Spec, EveryPresetChangesOnlyKeysOfTheTableWithValuesItAccepts) {
+  for (const auto& e : experiments()) {
+    for (const auto& p : e.presets) {
+      SCOPED_TRACE(e.name + " preset " + p.name);
+      for (const auto& item : p.changes.items()) {
+        const Key* key = e.keys.find(item.key());
+        ASSERT_NE(key, nullptr) << item.key();
+        EXPECT_EQ(item.value().type(), key->value.type()) << item.key();
+        // A preset's change is what `--set` of its text would give.
+        Config set = e.keys.defaults();
+        e.keys.apply(set, item.key() + "=" + value_text(item.value()));
+        EXPECT_EQ(set.at(item.key()), item.value()) << item.key();
+      }
+      EXPECT_NO_THROW(e.keys.validate(e.preset(p.name)));
+      EXPECT_NO_THROW(resolve_config(e, p.name, {}));
+    }
+  }
+}
+
+TEST(Spec, EveryGridCellResolves) {
+  for (const auto& e : experiments()) {
+    for (const auto& [name, spec] : e.grids) {
+      SCOPED_TRACE(e.name + " grid " + name);
+      EXPECT_NO_THROW(e.preset(spec.preset));
+      for (const auto& cell : expand_grid(spec)) EXPECT_NO_THROW(resolve_config(e, spec.preset, cell.sets)) << cell.id;
+    }
+  }
+}
+
+// A value each key refuses: below its lower bound, above its upper one, not
+// among its values, not of its type; "" when it takes any value of its type.
+std::string refused_value(const Key& key) {
+  const auto type = type_name(key);
+  if (type == "bool") return "maybe";
+  if (type == "integer" || type == "number") {
+    if (key.range.low) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.low) - 1) : Config(*key.range.low - 1));
+    if (key.range.high) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.high) + 1) : Config(*key.range.high + 1));
+    return "twelve";
+  }
+  if (!key.choices.empty() || key.check_text) return "bogus";
+  return "";
+}
+
+TEST(Spec, ABadValueIsRefusedBeforeAnythingIsWritten) {
+  const auto root = fresh_dir("spec-refused");
+  for (const auto& e : experiments()) {
+    std::vector<std::string> bad = {"amp=bf16"};  // on the cpu device: a check across keys
+    if (!e.keys.find("amp")) bad.clear();
+    for (const auto& key : e.keys.keys()) {
+      const auto value = refused_value(key);
+      if (!value.empty()) bad.push_back(key.name + "=" + value);
+    }
+    EXPECT_GE(bad.size(), 10u) << e.name;
+    for (const auto& set : bad) {
+      SCOPED_TRACE(e.name + " --set " + set);
+      RunRequest request;
+      request.preset = "smoke";
+      request.sets = {set};
+      request.out = root / e.name;
+      const auto message = error_of([&] { run_experiment(e, request); });
+      const auto name = set.substr(0, set.find('='));
+      EXPECT_NE(message.find(name), std::string::npos) << message;
+      EXPECT_FALSE(fs::exists(request.out)) << message;
+    }
+  }
+  // The table's errors name the family once, in front.
+  const auto message = error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"act=swish"}); });
+  EXPECT_EQ(message, "vgg: act must be one of none|relu|tanh|sat|silu, got 'swish'");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("pinn"), "smoke", {"steps=0"}); }),
+            "pinn: steps must be >= 1, got 0");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("vit"), "smoke", {"drop_path=1"}); }),
+            "vit: drop_path must be in [0, 1), got 1");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("cnn"), "smoke", {"gamma=0"}); }),
+            "cnn: gamma must be in (0, 1], got 0");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"lr=0"}); }),
+            "fourier: lr must be > 0, got 0");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"width=12", "group=4"}); }),
+            "vgg: width must be a multiple of 8, got 12");
+  fs::remove_all(root);
+}
+
+TEST(Spec, ATableRefusesDefaultsItDoesNotAllow) {
+  EXPECT_NE(error_of([] { KeyTable("toy", {integer("steps", 0, at_least(1), "steps")}); })
+                .find("toy: the default of 'steps' is not allowed: steps must be >= 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { KeyTable("toy", {integer("steps", 1, "a"), number("steps", 1.0, "b")}); })
+                .find("toy: the key table names 'steps' twice"),
+            std::string::npos);
+  const KeyTable table("toy", {integer("steps", 1, at_least(1), "steps"), choice("kind", "a", {"a", "b"}, "kind")});
+  Config config = table.defaults();
+  config["lr"] = 0.1;
+  EXPECT_EQ(error_of([&] { table.validate(config); }), "toy: unknown key 'lr'; known keys: steps, kind");
+  config = table.defaults();
+  config["steps"] = 2.5;
+  EXPECT_EQ(error_of([&] { table.validate(config); }), "toy: key 'steps' expects an integer, got 2.5");
+  config.erase("kind");
+  config["steps"] = 3;
+  EXPECT_EQ(error_of([&] { table.validate(config); }), "toy: the configuration lacks key 'kind'");
+}
+
+// Records list the configuration's keys in config.json's order: the table's.
+TEST(Spec, KeysKeepTheOrderOfTheShippedRecords) {
+  const fs::path results = fs::path(PLN_SOURCE_DIR) / "results";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(results)) {
+    if (!fs::exists(entry.path() / "grid.json")) continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const auto grid = read_json_file(entry.path() / "grid.json");
+    const auto& e = find_experiment(grid.at("experiment").get<std::string>());
+    const auto axes = grid.at("axes").get<std::vector<std::string>>();
+    std::vector<std::string> order;
+    for (const auto& key : e.keys.keys()) order.push_back(key.name);
+    std::vector<size_t> positions;
+    for (const auto& column : read_csv(entry.path() / "records.csv").header) {
+      const auto at = std::find(order.begin(), order.end(), column);
+      if (at == order.end() || std::find(axes.begin(), axes.end(), column) != axes.end()) continue;
+      positions.push_back(static_cast<size_t>(at - order.begin()));
+    }
+    EXPECT_GE(positions.size(), 10u);
+    EXPECT_TRUE(std::is_sorted(positions.begin(), positions.end()));
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+}  // namespace
+}  // namespace pln::exp
