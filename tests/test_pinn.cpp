@@ -1,12 +1,22 @@
-// The PINN family's grids: Table 1's search axes, and the CPU search's long
-// stage checked against the shipped records of its coarse stage.
+// The PINN family (experiments/pinn/): problems, the Taylor-mode network, the
+// output NTK, runs, and its grids (Table 1's search axes, the CPU search's long
+// stage checked against the shipped records of its coarse stage).
 
 #include <gtest/gtest.h>
 
+#include "experiment_helpers.h"
+
+#include <pinn/network.h>
+#include <pinn/ntk.h>
+#include <pinn/problem.h>
+#include <pln/kernels.h>
 #include <records/csv.h>
+#include <records/schema.h>
+#include <run/provenance.h>
+#include <run/run.h>
+#include <spec/config.h>
 #include <spec/experiment.h>
 #include <sweep/cells.h>
-#include <run/run.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,11 +25,16 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace pln::exp {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_of;
+using test::fresh_dir;
+using test::slurp;
 
 std::set<std::string> labels_of(const GridSpec& spec, const std::string& axis) {
   std::set<std::string> labels;
@@ -81,6 +96,214 @@ TEST(PinnGrids, LongStageTrainsTheCoarseStagesBestConfigurations) {
     EXPECT_EQ(value.overrides["optimizer"].get<std::string>(), records.get(row, "optimizer"));
     EXPECT_EQ(value.overrides["lr"].get<double>(), number_value(records.get(row, "lr")));
   }
+}
+
+// ------------------------------------------------------------- PINN pieces
+
+TEST(PinnProblem, PointSetsAndExactSolution) {
+  EXPECT_DOUBLE_EQ(pinn::radical_inverse2(1), 0.5);
+  EXPECT_DOUBLE_EQ(pinn::radical_inverse2(6), 0.375);
+  for (const char* name : {"helmholtz1d", "helmholtz2d"}) {
+    const auto p = pinn::make_problem(name);
+    const auto x = p.interior(100, torch::kDouble);
+    EXPECT_EQ(x.sizes(), (std::vector<int64_t>{100, p.dim}));
+    EXPECT_LT(x.abs().max().item<double>(), 1.0);
+    const auto b = p.boundary(p.dim == 1 ? 2 : 40, torch::kDouble);
+    EXPECT_TRUE(torch::allclose(std::get<0>(b.abs().max(1)), torch::ones({b.size(0)}, torch::kDouble)));
+    EXPECT_LT(p.exact(b).abs().max().item<double>(), 1e-12);
+    // The exact solution satisfies the PDE: its Laplacian is -(sum of k^2) u.
+    const double k2 = p.dim == 1 ? M_PI * M_PI : 17 * M_PI * M_PI;
+    const auto u = p.exact(x);
+    EXPECT_LT(p.residual(-k2 * u, u, x).abs().max().item<double>(), 1e-9);
+  }
+  EXPECT_NE(error_of([] { pinn::make_problem("helmholtz1d").boundary(4, torch::kDouble); }).find("exactly 2 boundary points"), std::string::npos);
+  EXPECT_NE(error_of([] { pinn::make_problem("poisson"); }).find("one of helmholtz1d|helmholtz2d, got 'poisson'"), std::string::npos);
+}
+
+struct NetCase {
+  std::string norm, act;
+  int64_t dim;
+};
+
+class PinnDerivatives : public ::testing::TestWithParam<NetCase> {};
+
+TEST_P(PinnDerivatives, TaylorModeMatchesFiniteDifferences) {
+  const auto& [norm, act, dim] = GetParam();
+  torch::manual_seed(7);
+  pinn::NetSpec spec;
+  spec.in_dim = dim;
+  spec.width = 8;
+  spec.depth = 2;
+  spec.norm = norm;
+  spec.act = act;
+  pinn::PinnNet net(spec, torch::kDouble);
+  const auto x = torch::rand({6, dim}, torch::kDouble) * 1.6 - 0.8;
+  const auto d = net->forward_jet(x);
+  const auto u = net->forward(x).squeeze(1);
+  EXPECT_TRUE(torch::allclose(d.value, u, 1e-12, 1e-12));
+  const double h = 1e-4;
+  for (int64_t k = 0; k < dim; ++k) {
+    auto e = torch::zeros({1, dim}, torch::kDouble);
+    e[0][k] = h;
+    const auto plus = net->forward(x + e).squeeze(1), minus = net->forward(x - e).squeeze(1);
+    EXPECT_TRUE(torch::allclose(d.first[k], (plus - minus) / (2 * h), 1e-6, 1e-6)) << "du/dx" << k;
+    EXPECT_TRUE(torch::allclose(d.second[k], (plus - 2 * u + minus) / (h * h), 1e-4, 1e-4))
+        << "d2u/dx" << k << "2: " << d.second[k] << " vs " << (plus - 2 * u + minus) / (h * h);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, PinnDerivatives,
+                         ::testing::Values(NetCase{"pln", "none", 1}, NetCase{"pls", "none", 1},
+                                           NetCase{"ln", "none", 1}, NetCase{"none", "tanh", 1},
+                                           NetCase{"none", "sigmoid", 1}, NetCase{"none", "sat", 1},
+                                           NetCase{"none", "silu", 1}, NetCase{"pln", "tanh", 2}, NetCase{"pln", "none", 2}),
+                         [](const ::testing::TestParamInfo<NetCase>& info) {
+                           return info.param.norm + "_" + info.param.act + "_" + std::to_string(info.param.dim) + "d";
+                         });
+
+TEST(PinnNetwork, TaylorModeParameterGradientsMatchDifferentiatingTwice) {
+  // The training step's backward goes through the jet (its Linear layers and
+  // fused norms); here against u, u' and u'' taken from the plain forward by
+  // autograd with create_graph, as the original PyTorch module does.
+  for (const std::string norm : {"pln", "none"}) {
+    SCOPED_TRACE("norm " + norm);
+    torch::manual_seed(13);
+    pinn::NetSpec spec;
+    spec.width = 64;  // eight groups of 4 and more: the kernels' widest lanes
+    spec.depth = 3;
+    spec.norm = norm;
+    spec.act = norm == "none" ? "tanh" : "none";
+    pinn::PinnNet net(spec, torch::kDouble);
+    const auto x = torch::rand({9, 1}, torch::kDouble) * 1.6 - 0.8;
+    const auto weights = torch::randn({3, 9}, torch::kDouble);
+    const auto loss_of = [&](const torch::Tensor& u, const torch::Tensor& du, const torch::Tensor& d2u) {
+      return (weights[0] * u).sum() + (weights[1] * du).sum() + (weights[2] * d2u).square().sum();
+    };
+    const auto parameters = net->parameters();
+    const auto d = net->forward_jet(x);
+    const auto jet_grads = torch::autograd::grad({loss_of(d.value, d.first[0], d.second[0])}, parameters);
+    const auto xr = x.clone().requires_grad_();
+    const auto u = net->forward(xr).squeeze(1);
+    const auto du = torch::autograd::grad({u.sum()}, {xr}, {}, true, true)[0].squeeze(1);
+    const auto d2u = torch::autograd::grad({du.sum()}, {xr}, {}, true, true)[0].squeeze(1);
+    const auto reference = torch::autograd::grad({loss_of(u, du, d2u)}, parameters);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(jet_grads[i], reference[i], 1e-9, 1e-9))
+          << "parameter " << i << ": max diff " << (jet_grads[i] - reference[i]).abs().max().item<double>();
+    }
+  }
+}
+
+TEST(PinnNetwork, RejectsBadShapes) {
+  pinn::NetSpec spec;
+  spec.width = 10;
+  spec.group = 4;
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("width (10) must be a positive multiple of group (4)"), std::string::npos);
+  spec.width = 8;
+  spec.act = "gelu";
+  EXPECT_NE(error_of([&] { spec.validate(); }).find("act must be one of none|tanh|relu|sigmoid|sat|silu, got 'gelu'"), std::string::npos);
+}
+
+TEST(Ntk, JacobianMatchesBruteForce) {
+  torch::manual_seed(11);
+  pinn::NetSpec spec;
+  spec.width = 4;
+  spec.depth = 2;
+  spec.group = 2;
+  pinn::PinnNet net(spec, torch::kDouble);
+  const auto x = torch::linspace(-0.9, 0.9, 5, torch::kDouble).unsqueeze(1);
+  const auto jac = pinn::output_jacobian(*net, [&](const torch::Tensor& p) { return net->forward(p); }, x);
+  // Brute force: central differences in every parameter entry.
+  std::vector<torch::Tensor> columns;
+  const double h = 1e-6;
+  torch::NoGradGuard no_grad;
+  for (auto& p : net->parameters()) {
+    auto flat = p.view({-1});
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      const double orig = flat[i].item<double>();
+      flat[i] = orig + h;
+      const auto plus = net->forward(x).squeeze(1);
+      flat[i] = orig - h;
+      const auto minus = net->forward(x).squeeze(1);
+      flat[i] = orig;
+      columns.push_back((plus - minus) / (2 * h));
+    }
+  }
+  const auto brute = torch::stack(columns, 1);
+  ASSERT_EQ(jac.sizes(), brute.sizes());
+  EXPECT_TRUE(torch::allclose(jac, brute, 1e-6, 1e-7));
+  const auto a = pinn::kernel_stats(torch::matmul(jac, jac.t()));
+  const auto b = pinn::kernel_stats(torch::matmul(brute, brute.t()));
+  EXPECT_NEAR(a.trace, b.trace, 1e-6 * b.trace);
+  EXPECT_NEAR(a.lambda_max, b.lambda_max, 1e-6 * b.lambda_max);
+  EXPECT_EQ(a.eff_rank_90, b.eff_rank_90);
+  EXPECT_EQ(a.numerical_rank, b.numerical_rank);
+}
+
+TEST(Ntk, StatisticsOfAKnownSpectrum) {
+  torch::manual_seed(12);
+  const auto q = std::get<0>(at::linalg_qr(torch::randn({4, 4}, torch::kDouble)));
+  const auto kernel = torch::matmul(torch::matmul(q, torch::diag(torch::tensor({4.0, 3.0, 2.0, 1.0}, torch::kDouble))), q.t());
+  const auto s = pinn::kernel_stats(kernel);
+  EXPECT_NEAR(s.trace, 10, 1e-12);
+  EXPECT_NEAR(s.lambda_max, 4, 1e-12);
+  EXPECT_NEAR(s.lambda_min, 1, 1e-12);
+  EXPECT_NEAR(s.cond, 4, 1e-10);
+  EXPECT_EQ(s.eff_rank_90, 3);  // 4 + 3 + 2 = 9 >= 0.9 * 10
+  EXPECT_EQ(s.numerical_rank, 4);
+  EXPECT_NEAR(s.mean_self_kernel, 2.5, 1e-12);
+  EXPECT_NEAR(s.stable_rank, 2.5, 1e-12);
+}
+
+// ------------------------------------------------------------------- runs
+
+TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
+  const auto& e = find_experiment("pinn");
+  const auto dir = fresh_dir("pinn-run");
+  std::string first_log;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    RunRequest request;
+    request.preset = "smoke";
+    request.sets = {"steps=15", "ntk_every=5"};
+    request.out = dir / std::to_string(repeat);
+    request.threads = 2;
+    const auto summary = run_experiment(e, request);
+    EXPECT_TRUE(std::isfinite(summary["rel_l2"].get<double>()));
+    for (const char* file : {"config.json", "summary.json", "train.csv", "eval.csv", "ntk.csv", "solution.csv"}) {
+      EXPECT_TRUE(fs::exists(request.out / file)) << file;
+    }
+    // The record names what the last bits depend on besides the seed.
+    const auto record = Config::parse(slurp(request.out / "config.json"));
+    EXPECT_EQ(record.at("kernels").get<std::string>(), pln::cpu_kernels());
+    EXPECT_EQ(record.at("blas").get<std::string>(), blas_description());
+    EXPECT_EQ(record.at("device").get<std::string>(), "cpu");
+    EXPECT_EQ(record.at("device_name").get<std::string>(), machine_description());
+    EXPECT_FALSE(blas_description().empty());
+    const auto ntk = read_csv(request.out / "ntk.csv");
+    EXPECT_EQ(ntk.rows.size(), 3u * 4u);  // init, steps 5 and 10, final x three point sets
+    const auto log = slurp(request.out / "train.csv");
+    if (repeat == 0) first_log = log;
+    else EXPECT_EQ(log, first_log);
+  }
+  EXPECT_TRUE(check_results(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(PinnRun, BadConfigurationIsRejectedBeforeTraining) {
+  const auto& e = find_experiment("pinn");
+  const auto dir = fresh_dir("pinn-bad");
+  RunRequest request;
+  request.preset = "smoke";
+  request.out = dir;
+  request.sets = {"width=10"};
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("width (10) must be a positive multiple of group (4)"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "summary.json"));
+  request.sets = {"norm=bn"};
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("norm must be one of pln|pls|ln|none, got 'bn'"), std::string::npos);
+  request.sets = {};
+  request.preset = "huge";
+  EXPECT_NE(error_of([&] { run_experiment(e, request); }).find("unknown preset 'huge'; known: smoke, cpu, paper"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

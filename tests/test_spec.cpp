@@ -1,7 +1,6 @@
-// Every family's key table (spec/keys.h) against its presets, grids and
-// records: the defaults are of their keys' types, presets and grids only set
-// keys of the table to values it accepts, a bad value is refused before
-// anything is written, and config.json keeps the order the shipped records have.
+// Key tables (spec/keys.h): --set on a toy table, and every family's table against
+// its presets, grids and records: defaults of their keys' types, valid presets and
+// grid cells, bad values refused before anything is written, config.json's key order.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +9,7 @@
 #include <records/csv.h>
 #include <records/json.h>
 #include <run/run.h>
+#include <spec/config.h>
 #include <spec/experiment.h>
 #include <spec/keys.h>
 #include <sweep/cells.h>
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <string>
 
 namespace pln::exp {
 namespace {
@@ -24,6 +25,49 @@ namespace {
 namespace fs = std::filesystem;
 using test::error_of;
 using test::fresh_dir;
+
+// ------------------------------------------------------------ configuration
+
+// A key table of three keys, as a family declares its own (spec/keys.h).
+KeyTable toy_keys() {
+  return KeyTable("pinn", {integer("width", 128, at_least(1), "features"), number("lr", 1e-3, above(0), "step size"),
+                           text("norm", "pln", "the norm"), boolean("affine", false, "per-feature weight and bias")});
+}
+
+TEST(Config, OverridesParseAsTheKeysType) {
+  const auto keys = toy_keys();
+  Config c = keys.defaults();
+  keys.apply(c, {"width=64", "lr=3e-3", "norm=ln", "affine=true"});
+  EXPECT_EQ(get_int(c, "width"), 64);
+  EXPECT_DOUBLE_EQ(get_double(c, "lr"), 3e-3);
+  EXPECT_EQ(get_string(c, "norm"), "ln");
+  EXPECT_TRUE(get_bool(c, "affine"));
+  keys.apply(c, "lr=1");  // an integer literal for a number key stays a number
+  EXPECT_TRUE(c["lr"].is_number_float());
+}
+
+TEST(Config, BadOverridesNameTheProblem) {
+  const auto keys = toy_keys();
+  Config c = keys.defaults();
+  const auto error = [&](const std::string& set) { return error_of([&] { keys.apply(c, set); }); };
+  EXPECT_NE(error("widht=3").find("pinn: unknown key 'widht'; known keys: width, lr, norm, affine"), std::string::npos);
+  EXPECT_NE(error("width=12.5").find("key 'width' expects an integer, got '12.5'"), std::string::npos);
+  EXPECT_NE(error("lr=fast").find("key 'lr' expects a finite number, got 'fast'"), std::string::npos);
+  EXPECT_NE(error("lr=nan").find("expects a finite number"), std::string::npos);
+  EXPECT_NE(error("affine=maybe").find("expects true or false"), std::string::npos);
+  EXPECT_NE(error("width").find("--set expects key=value, got 'width'"), std::string::npos);
+}
+
+TEST(Config, ValueTextRoundTrips) {
+  const auto keys = toy_keys();
+  for (double v : {1e-3, 3e-4, 0.1, 1.0 / 3.0, 2.5e-7}) {
+    Config c = keys.defaults();
+    keys.apply(c, "lr=" + value_text(Config(v)));
+    EXPECT_EQ(get_double(c, "lr"), v);
+  }
+}
+
+// ------------------------------------------------------------- key tables
 
 TEST(Spec, EveryKeyHasADefaultOfItsDeclaredType) {
   for (const auto& e : experiments()) {

@@ -1,10 +1,13 @@
-// Shipped results: packing a finished grid, checking it against the code's
-// grid definition, and the documentation's generated tables.
+// The records (experiments/records/): CSV and the step log, the schema check and
+// non-finite metrics, packing a finished grid, grid and cell state, the
+// documentation's generated tables, gnuplot figures, and the demo's records.
 
 #include <gtest/gtest.h>
 
 #include "experiment_helpers.h"
 
+#include <demo/demo.h>
+#include <pln/kernels.h>
 #include <records/csv.h>
 #include <records/doc_tables.h>
 #include <records/grid_state.h>
@@ -12,22 +15,25 @@
 #include <records/pack.h>
 #include <records/run_state.h>
 #include <records/schema.h>
+#include <records/statistics.h>
+#include <records/step_log.h>
 #include <run/provenance.h>
 #include <run/run.h>
 #include <spec/config.h>
 #include <spec/experiment.h>
-#include <sweep/grid.h>
+#include <sweep/cells.h>
 #include <sweep/process.h>
-#include <torch/torch.h>
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
+#include <string>
+#include <vector>
 
 namespace pln::exp {
 namespace {
@@ -35,8 +41,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::error_of;
 using test::fresh_dir;
-
 using test::slurp;
+using test::smoke_grid;
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string all;
@@ -44,28 +50,170 @@ std::string joined(const std::vector<std::string>& lines) {
   return all;
 }
 
-// The fourier smoke grid (4 cells of a few hundred steps), run once, in this
-// process, for the tests below: what `pln grid fourier --preset smoke` leaves.
-const fs::path& smoke_grid() {
-  static const fs::path dir = [] {
-    const auto d = fresh_dir("results-grid");
-    const auto& e = find_experiment("fourier");
-    const auto& spec = find_grid(e, "smoke");
-    const auto cells = expand_grid(spec);
-    for (const auto& cell : cells) {
-      RunRequest request;
-      request.preset = spec.preset;
-      request.sets = cell.sets;
-      request.out = d / cell.id;
-      request.threads = 1;
-      run_experiment(e, request);
-    }
-    std::ofstream(d / "grid.json") << grid_manifest(e, "smoke").dump(2);
-    std::ofstream(d / "records.csv") << to_csv(collect_records(spec, cells, d));
-    return d;
-  }();
+// ---------------------------------------------------------------------- CSV
+
+TEST(Csv, RoundTripsQuotedFields) {
+  CsvTable t;
+  t.header = {"cell", "note"};
+  t.rows = {{"a", "has, comma"}, {"b", "has \"quotes\"\nand a newline"}, {"c", ""}};
+  const auto back = parse_csv(to_csv(t), "test");
+  EXPECT_EQ(back.header, t.header);
+  EXPECT_EQ(back.rows, t.rows);
+}
+
+TEST(Csv, OlderFilesWithFewerColumnsStillRead) {
+  const auto t = parse_csv("cell,rel_l2\nx,0.5\n", "old.csv");
+  EXPECT_EQ(t.get(0, "rel_l2"), "0.5");
+  EXPECT_EQ(t.get(0, "added_later"), "");
+}
+
+TEST(Csv, CorruptFilesNameTheProblem) {
+  EXPECT_NE(error_of([] { parse_csv("a,b\n1,2,3\n", "bad.csv"); }).find("bad.csv: row 1 has 3 fields, the header has 2"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_csv("a,b\n\"1,2\n", "bad.csv"); }).find("bad.csv: unterminated quoted field"), std::string::npos);
+  EXPECT_NE(error_of([] { read_csv("/nonexistent/records.csv"); }).find("cannot open /nonexistent/records.csv"), std::string::npos);
+}
+
+TEST(Csv, StepLogFlushesWholeFiles) {
+  const auto dir = fresh_dir("steplog");
+  {
+    StepLog log(dir / "train.csv", {"step", "loss"}, 2);
+    log.add({1, 0.5});
+    EXPECT_EQ(read_csv(dir / "train.csv").rows.size(), 0u);  // not flushed yet
+    log.add({2, NAN});
+    const auto t = read_csv(dir / "train.csv");
+    ASSERT_EQ(t.rows.size(), 2u);
+    EXPECT_EQ(t.rows[1][1], "");  // NaN is a missing value
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Csv, NumberValueAndMedianOfRecordCells) {
+  EXPECT_EQ(number_value("0.5"), 0.5);
+  EXPECT_EQ(number_value("-3e-4"), -3e-4);
+  EXPECT_TRUE(std::isnan(number_value("")));      // a missing value
+  EXPECT_TRUE(std::isnan(number_value("C")));     // an axis label, not a number
+  EXPECT_TRUE(std::isnan(number_value("1.5x")));  // not wholly a number
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 2.0, 3.0}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+// ----------------------------------------------------------------- schema
+
+TEST(Schema, FlagsMissingMetricsAndRowCounts) {
+  const auto dir = fresh_dir("schema");
+  std::ofstream(dir / "grid.json") << R"({"experiment":"pinn","n_cells":2,"axes":["model"],"cells":[{"id":"0_model=LN"},{"id":"1_model=PLN4"}]})";
+  std::ofstream(dir / "records.csv") << "cell,model,rel_l2,mse,final_loss,iters,seconds,iters_per_s\n0_model=LN,LN,,1,1,1,1,1\n";
+  const auto problems = check_results(dir);
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_NE(all.find("1 rows, the grid has 2 cells"), std::string::npos) << all;
+  EXPECT_NE(all.find("cell '0_model=LN': rel_l2 is '', not a finite number"), std::string::npos) << all;
+  std::ofstream(dir / "grid.json") << R"({"experiment":"pinn","axes":["model"]})";
+  const auto malformed = check_results(dir);
+  ASSERT_EQ(malformed.size(), 1u);
+  EXPECT_NE(malformed[0].find("grid.json: malformed"), std::string::npos) << malformed[0];
+  fs::remove_all(dir);
+}
+
+// ----------------------------------------------------- non-finite metrics
+
+// A finished run's directory for `experiment`: config.json and a summary.json
+// holding every metric (1.5) with `changes` applied.
+fs::path summary_dir(const std::string& name, const std::string& experiment, const Config& changes) {
+  const auto dir = test::fresh_dir(name);
+  Config summary = Config::object();
+  for (const auto& metric : find_experiment(experiment).metrics) summary[metric] = 1.5;
+  for (const auto& item : changes.items()) summary[item.key()] = item.value();
+  std::ofstream(dir / "config.json") << Config{{"experiment", experiment}}.dump();
+  write_summary(dir, experiment, summary);
   return dir;
 }
+
+std::string problems_of(const fs::path& dir) { return joined(check_results(dir)); }
+
+TEST(NonFiniteMetrics, SummaryAndRecordsWriteThemAsStrings) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto dir = test::fresh_dir("non-finite-write");
+  const Config written = write_summary(dir, "pinn", {{"ntk_cond", nan}, {"a", inf}, {"b", -inf}, {"c", 2.5},
+                                                     {"rows", Config::array({Config{{"x", nan}}})}});
+  const auto text = test::slurp(dir / "summary.json");
+  EXPECT_NE(text.find("\"ntk_cond\": \"nan\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"a\": \"inf\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"b\": \"-inf\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"x\": \"nan\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("null"), std::string::npos) << text;
+  EXPECT_EQ(written.at("c").get<double>(), 2.5);
+  EXPECT_TRUE(std::isnan(*metric_number(read_json_file(dir / "summary.json").at("ntk_cond"))));
+  EXPECT_EQ(*metric_number(Config("-inf")), -inf);
+  EXPECT_TRUE(std::isnan(*metric_number(Config())));  // null: NaN in older summaries
+  EXPECT_FALSE(metric_number(Config("big")).has_value());
+
+  // records.csv takes the summary's text.
+  GridSpec spec{"one cell", "smoke", Config::object(), {{"seed", {{"0", Config{{"seed", 0}}}}}}};
+  const auto cells = expand_grid(spec);
+  ASSERT_EQ(cells.size(), 1u);
+  fs::create_directories(dir / cells[0].id);
+  write_run_config(dir / cells[0].id, "pinn", spec.preset, cells[0].sets, 1, {{"seed", 0}});
+  write_summary(dir / cells[0].id, "pinn", {{"ntk_cond", nan}, {"a", inf}});
+  const CsvTable records = collect_records(spec, cells, dir);
+  ASSERT_EQ(records.rows.size(), 1u);
+  EXPECT_EQ(records.get(0, "ntk_cond"), "nan");
+  EXPECT_EQ(records.get(0, "a"), "inf");
+  fs::remove_all(dir);
+}
+
+TEST(NonFiniteMetrics, SchemaAcceptsThemOnlyWhereTheExperimentDeclaresThem) {
+  const auto& pinn = find_experiment("pinn");
+  ASSERT_NE(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), "ntk_cond"),
+            pinn.may_be_non_finite.end());
+  const auto& undeclared = pinn.metrics.front();
+  ASSERT_EQ(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), undeclared),
+            pinn.may_be_non_finite.end());
+
+  const auto declared = summary_dir("non-finite-declared", "pinn", {{"ntk_cond", "nan"}});
+  EXPECT_EQ(problems_of(declared), "");
+  const auto old_null = summary_dir("non-finite-null", "pinn", {{"ntk_cond", nullptr}});
+  EXPECT_EQ(problems_of(old_null), "");  // as older summaries wrote NaN
+
+  const auto metric = summary_dir("non-finite-metric", "pinn", {{undeclared, "nan"}});
+  auto all = problems_of(metric);
+  EXPECT_NE(all.find(undeclared + " is \"nan\", not a finite number (and pinn does not declare it may be)"),
+            std::string::npos) << all;
+  const auto other = summary_dir("non-finite-other", "pinn", {{"ntk_eff_rank_90", "inf"}});
+  all = problems_of(other);
+  EXPECT_NE(all.find("ntk_eff_rank_90 is \"inf\", not a finite number"), std::string::npos) << all;
+  const auto text = summary_dir("non-finite-text", "pinn", {{undeclared, "fast"}});
+  all = problems_of(text);
+  EXPECT_NE(all.find(undeclared + " is \"fast\", not a number"), std::string::npos) << all;
+  for (const auto& d : {declared, old_null, metric, other, text}) fs::remove_all(d);
+}
+
+TEST(NonFiniteMetrics, RecordsOfAGridFollowTheSameRule) {
+  const auto dir = test::fresh_dir("non-finite-grid");
+  const auto& pinn = find_experiment("pinn");
+  Config manifest = {{"experiment", "pinn"}, {"grid", "none-such"}, {"axes", {"seed"}}, {"n_cells", 1},
+                     {"cells", {{{"id", "0_seed=0"}, {"set", {"seed=0"}}}}}};
+  std::ofstream(dir / "grid.json") << manifest.dump();
+  const auto write_records = [&](const std::string& metric, const std::string& value) {
+    CsvTable t{{"cell", "seed"}, {{"0_seed=0", "0"}}};
+    for (const auto& m : pinn.metrics) {
+      t.header.push_back(m);
+      t.rows[0].push_back(m == metric ? value : "1.5");
+    }
+    std::ofstream(dir / "records.csv") << to_csv(t);
+  };
+  write_records(pinn.metrics.front(), "1.5");
+  EXPECT_EQ(problems_of(dir), "");
+  write_records(pinn.metrics.front(), "nan");
+  const auto all = problems_of(dir);
+  EXPECT_NE(all.find(pinn.metrics.front() + " is 'nan', not a finite number"), std::string::npos) << all;
+  write_records(pinn.metrics.front(), "");  // null in an older summary
+  EXPECT_NE(problems_of(dir).find("not a finite number"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- packing
 
 TEST(Results, PackKeepsWhatPlotAndValidateNeed) {
   const auto dest = fresh_dir("results-pack") / "fourier-smoke";
@@ -194,99 +342,6 @@ TEST(GridStatus, FreshHalfDoneFailedAndFinishedGrids) {
   fs::remove_all(dir);
 }
 
-TEST(Slurm, OptionsAreCheckedBeforeSubmission) {
-  const auto check = [](SlurmOptions o) { return error_of([&] { validate(o); }); };
-  SlurmOptions ok;
-  for (const char* t : {"30", "30:00", "2:00:00", "1-12", "1-12:30", "1-12:30:00", "UNLIMITED"}) {
-    ok.time = t;
-    EXPECT_EQ(check(ok), "(no error)") << t;
-  }
-  for (const char* t : {"0", "1:60", "1-24", "2h", "-1"}) {
-    SlurmOptions bad;
-    bad.time = t;
-    EXPECT_NE(check(bad).find("is not a time sbatch takes"), std::string::npos) << t;
-  }
-  SlurmOptions mem;
-  mem.mem = "4GB";
-  EXPECT_NE(check(mem).find("--mem '4GB' is not a memory size"), std::string::npos);
-  SlurmOptions extra;
-  extra.extra = {"qos=long"};
-  EXPECT_NE(check(extra).find("must be one sbatch option starting with --"), std::string::npos);
-  SlurmOptions throttle;
-  throttle.throttle = -1;
-  EXPECT_NE(check(throttle).find("--throttle must be >= 0"), std::string::npos);
-}
-
-TEST(Slurm, ArrayScriptCarriesTheOptionsAndLogsBesideEachCell) {
-  const auto dir = fresh_dir("slurm-array");
-  SlurmOptions o;
-  o.partition = "gpu";
-  o.account = "lab";
-  o.time = "4:00:00";
-  o.mem = "16G";
-  o.throttle = 8;
-  o.gpus_per_cell = 1;
-  o.extra = {"--qos=long"};
-  const auto script = write_slurm_array({"pln-x", dir, {(dir / "a").string(), (dir / "b").string()},
-                                         {"echo a", "echo b"}, 4, "pln grid x"}, o);
-  const auto text = slurp(script);
-  for (const char* line : {"#SBATCH --array=1-2%8\n", "#SBATCH --cpus-per-task=4\n", "#SBATCH --partition=gpu\n",
-                           "#SBATCH --account=lab\n", "#SBATCH --time=4:00:00\n", "#SBATCH --mem=16G\n",
-                           "#SBATCH --gres=gpu:1\n", "#SBATCH --qos=long\n", "#SBATCH --requeue\n",
-                           ">> \"$cell/run.log\" 2>&1"}) {
-    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
-  }
-  EXPECT_EQ(slurp(dir / "cells.txt"), (dir / "a").string() + "\n" + (dir / "b").string() + "\n");
-  EXPECT_EQ(slurp(dir / "commands.txt"), "echo a\necho b\n");
-  fs::remove_all(dir);
-}
-
-// CUDA cells: one GPU per Slurm task, the device passed to each cell; the
-// device is not a cell setting, so cells done on the CPU stay done; a local
-// grid refuses a GPU this machine lacks before running anything.
-TEST(Slurm, CudaCellsRequestAGpuAndCellsDoneElsewhereStayDone) {
-  const auto& e = find_experiment("fourier");
-  const auto dir = fresh_dir("slurm-cuda");
-  fs::copy(smoke_grid(), dir / "grid", fs::copy_options::recursive);
-  const auto status = grid_status(e, "smoke", dir / "grid");
-  fs::remove(dir / "grid" / status.cells[3].first / "summary.json");
-  GridRequest request;
-  request.preset = "smoke";
-  request.out = dir / "grid";
-  request.emit = "slurm";
-  request.device = "cuda";
-  EXPECT_EQ(run_grid(e, request), 0);
-  EXPECT_NE(slurp(dir / "grid" / "grid.slurm").find("#SBATCH --gres=gpu:1\n"), std::string::npos);
-  const auto commands = slurp(dir / "grid" / "commands.txt");
-  EXPECT_EQ(std::count(commands.begin(), commands.end(), '\n'), 1) << commands;  // the one cell not done
-  EXPECT_NE(commands.find("--set device=cuda"), std::string::npos) << commands;
-  EXPECT_NE(commands.find(status.cells[3].first), std::string::npos) << commands;
-  request.device = "cpu";
-  fs::remove(dir / "grid" / "grid.slurm");
-  EXPECT_EQ(run_grid(e, request), 0);
-  EXPECT_EQ(slurp(dir / "grid" / "grid.slurm").find("--gres"), std::string::npos);
-  request.device = "gpu";
-  EXPECT_NE(error_of([&] { run_grid(e, request); }).find("device 'gpu': expected cpu, cuda or cuda:N"), std::string::npos);
-  request.emit = "";
-  request.device = "cuda:" + std::to_string(torch::cuda::device_count());
-  EXPECT_NE(error_of([&] { run_grid(e, request); }).find("device '" + request.device + "': "), std::string::npos);
-  EXPECT_FALSE(fs::exists(dir / "grid" / status.cells[3].first / "summary.json"));
-  fs::remove_all(dir);
-}
-
-TEST(Process, SpawnSetsTheChildsEnvironmentOnly) {
-  const auto dir = fresh_dir("spawn-env");
-  ::setenv("PLN_SPAWN_KEPT", "kept", 1);
-  const pid_t pid = spawn({"/bin/sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES $PLN_SPAWN_KEPT\""}, dir / "log",
-                          {{"CUDA_VISIBLE_DEVICES", "3"}});
-  EXPECT_EQ(wait_child(pid).second, 0);
-  EXPECT_EQ(slurp(dir / "log"), "3 kept\n");
-  const char* parent = std::getenv("CUDA_VISIBLE_DEVICES");
-  EXPECT_TRUE(parent == nullptr || std::string(parent) != "3");
-  ::unsetenv("PLN_SPAWN_KEPT");
-  fs::remove_all(dir);
-}
-
 // ------------------------------------------------------------ doc tables
 
 struct DocFixture {
@@ -354,152 +409,7 @@ TEST(DocTables, MissingFoldersFilesAndBadMarkersAreNamed) {
   fs::remove_all(scratch);
 }
 
-}  // namespace
-}  // namespace pln::exp
-
-// Metrics that are not finite: written as strings, accepted only where declared;
-// and the demo's records.
-#include <demo/demo.h>
-#include <pln/kernels.h>
-
-#include <cmath>
-#include <limits>
-
-namespace pln::exp {
-namespace {
-
-namespace fs = std::filesystem;
-
-// A finished run's directory for `experiment`: config.json and a summary.json
-// holding every metric (1.5) with `changes` applied.
-fs::path summary_dir(const std::string& name, const std::string& experiment, const Config& changes) {
-  const auto dir = test::fresh_dir(name);
-  Config summary = Config::object();
-  for (const auto& metric : find_experiment(experiment).metrics) summary[metric] = 1.5;
-  for (const auto& item : changes.items()) summary[item.key()] = item.value();
-  std::ofstream(dir / "config.json") << Config{{"experiment", experiment}}.dump();
-  write_summary(dir, experiment, summary);
-  return dir;
-}
-
-std::string problems_of(const fs::path& dir) {
-  std::string all;
-  for (const auto& p : check_results(dir)) all += p + "\n";
-  return all;
-}
-
-TEST(NonFiniteMetrics, SummaryAndRecordsWriteThemAsStrings) {
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  const auto dir = test::fresh_dir("non-finite-write");
-  const Config written = write_summary(dir, "pinn", {{"ntk_cond", nan}, {"a", inf}, {"b", -inf}, {"c", 2.5},
-                                                     {"rows", Config::array({Config{{"x", nan}}})}});
-  const auto text = test::slurp(dir / "summary.json");
-  EXPECT_NE(text.find("\"ntk_cond\": \"nan\""), std::string::npos) << text;
-  EXPECT_NE(text.find("\"a\": \"inf\""), std::string::npos) << text;
-  EXPECT_NE(text.find("\"b\": \"-inf\""), std::string::npos) << text;
-  EXPECT_NE(text.find("\"x\": \"nan\""), std::string::npos) << text;
-  EXPECT_EQ(text.find("null"), std::string::npos) << text;
-  EXPECT_EQ(written.at("c").get<double>(), 2.5);
-  EXPECT_TRUE(std::isnan(*metric_number(read_json_file(dir / "summary.json").at("ntk_cond"))));
-  EXPECT_EQ(*metric_number(Config("-inf")), -inf);
-  EXPECT_TRUE(std::isnan(*metric_number(Config())));  // null: NaN in older summaries
-  EXPECT_FALSE(metric_number(Config("big")).has_value());
-
-  // records.csv takes the summary's text.
-  GridSpec spec{"one cell", "smoke", Config::object(), {{"seed", {{"0", Config{{"seed", 0}}}}}}};
-  const auto cells = expand_grid(spec);
-  ASSERT_EQ(cells.size(), 1u);
-  fs::create_directories(dir / cells[0].id);
-  write_run_config(dir / cells[0].id, "pinn", spec.preset, cells[0].sets, 1, {{"seed", 0}});
-  write_summary(dir / cells[0].id, "pinn", {{"ntk_cond", nan}, {"a", inf}});
-  const CsvTable records = collect_records(spec, cells, dir);
-  ASSERT_EQ(records.rows.size(), 1u);
-  EXPECT_EQ(records.get(0, "ntk_cond"), "nan");
-  EXPECT_EQ(records.get(0, "a"), "inf");
-  fs::remove_all(dir);
-}
-
-TEST(NonFiniteMetrics, SchemaAcceptsThemOnlyWhereTheExperimentDeclaresThem) {
-  const auto& pinn = find_experiment("pinn");
-  ASSERT_NE(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), "ntk_cond"),
-            pinn.may_be_non_finite.end());
-  const auto& undeclared = pinn.metrics.front();
-  ASSERT_EQ(std::find(pinn.may_be_non_finite.begin(), pinn.may_be_non_finite.end(), undeclared),
-            pinn.may_be_non_finite.end());
-
-  const auto declared = summary_dir("non-finite-declared", "pinn", {{"ntk_cond", "nan"}});
-  EXPECT_EQ(problems_of(declared), "");
-  const auto old_null = summary_dir("non-finite-null", "pinn", {{"ntk_cond", nullptr}});
-  EXPECT_EQ(problems_of(old_null), "");  // as older summaries wrote NaN
-
-  const auto metric = summary_dir("non-finite-metric", "pinn", {{undeclared, "nan"}});
-  auto all = problems_of(metric);
-  EXPECT_NE(all.find(undeclared + " is \"nan\", not a finite number (and pinn does not declare it may be)"),
-            std::string::npos) << all;
-  const auto other = summary_dir("non-finite-other", "pinn", {{"ntk_eff_rank_90", "inf"}});
-  all = problems_of(other);
-  EXPECT_NE(all.find("ntk_eff_rank_90 is \"inf\", not a finite number"), std::string::npos) << all;
-  const auto text = summary_dir("non-finite-text", "pinn", {{undeclared, "fast"}});
-  all = problems_of(text);
-  EXPECT_NE(all.find(undeclared + " is \"fast\", not a number"), std::string::npos) << all;
-  for (const auto& d : {declared, old_null, metric, other, text}) fs::remove_all(d);
-}
-
-TEST(NonFiniteMetrics, RecordsOfAGridFollowTheSameRule) {
-  const auto dir = test::fresh_dir("non-finite-grid");
-  const auto& pinn = find_experiment("pinn");
-  Config manifest = {{"experiment", "pinn"}, {"grid", "none-such"}, {"axes", {"seed"}}, {"n_cells", 1},
-                     {"cells", {{{"id", "0_seed=0"}, {"set", {"seed=0"}}}}}};
-  std::ofstream(dir / "grid.json") << manifest.dump();
-  const auto write_records = [&](const std::string& metric, const std::string& value) {
-    CsvTable t{{"cell", "seed"}, {{"0_seed=0", "0"}}};
-    for (const auto& m : pinn.metrics) {
-      t.header.push_back(m);
-      t.rows[0].push_back(m == metric ? value : "1.5");
-    }
-    std::ofstream(dir / "records.csv") << to_csv(t);
-  };
-  write_records(pinn.metrics.front(), "1.5");
-  EXPECT_EQ(problems_of(dir), "");
-  write_records(pinn.metrics.front(), "nan");
-  const auto all = problems_of(dir);
-  EXPECT_NE(all.find(pinn.metrics.front() + " is 'nan', not a finite number"), std::string::npos) << all;
-  write_records(pinn.metrics.front(), "");  // null in an older summary
-  EXPECT_NE(problems_of(dir).find("not a finite number"), std::string::npos);
-  fs::remove_all(dir);
-}
-
-TEST(DemoRecords, ARunOfTheDemoPassesTheSchemaCheck) {
-  DemoConfig c;
-  c.steps = 3;
-  c.widths = {4};
-  c.test_points = 11;
-  const auto dir = test::fresh_dir("demo-records");
-  const Config summary = run_demo_recorded(c, 1, dir);
-  EXPECT_EQ(problems_of(dir), "");
-  EXPECT_EQ(read_json_file(dir / "summary.json").at("ln_best_max_err"), summary.at("ln_best_max_err"));
-  const auto config = read_json_file(dir / "config.json");
-  EXPECT_EQ(config.at("experiment"), "demo");
-  EXPECT_EQ(config.at("kernels").get<std::string>(), pln::cpu_kernels());
-  EXPECT_EQ(config.at("config").at("steps"), 3);
-  EXPECT_EQ(config.at("set"), Config({"steps=3", "widths=[4]", "test_points=11"}));
-  const auto fit = read_csv(dir / "fit.csv");
-  EXPECT_EQ(fit.header, (std::vector<std::string>{"x", "target", "LN-Net 4", "PLN(4)-Net 4", "Tanh-Net 4"}));
-  EXPECT_EQ(fit.rows.size(), 11u);
-  EXPECT_EQ(read_csv(dir / "models.csv").rows.size(), 3u);
-  // Its figure: every network against the target, one panel per model.
-  const Experiment demo = demo_experiment();
-  ASSERT_TRUE(demo.plot_run);
-  demo.plot_run(dir, dir / "figures");
-  EXPECT_TRUE(fs::exists(dir / "figures" / "fit.png"));
-  EXPECT_NE(slurp(dir / "figures" / "fit.gp").find("'PLN(4)-Net'"), std::string::npos);
-  // A summary missing a demo metric is named.
-  auto written = read_json_file(dir / "summary.json");
-  written.erase("tanh_max_err");
-  std::ofstream(dir / "summary.json") << written.dump();
-  EXPECT_NE(problems_of(dir).find("no metric 'tanh_max_err'"), std::string::npos);
-  fs::remove_all(dir);
-}
+// ---------------------------------------------------------------- figures
 
 // Figures a reader can read: a log axis of a few values has a labelled tick at
 // each (gnuplot's own fall on powers of the base, none within a small grid's
@@ -536,6 +446,40 @@ TEST(GnuplotFigures, LogAxesTickThePlottedValuesAndKeysStayOffTheData) {
   const auto epochs = slurp(dir / "cnn" / "accuracy.gp");
   EXPECT_NE(epochs.find("set xtics 1\n"), std::string::npos) << epochs;
   EXPECT_NE(epochs.find("set key at screen"), std::string::npos) << epochs;
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------- demo
+
+TEST(DemoRecords, ARunOfTheDemoPassesTheSchemaCheck) {
+  DemoConfig c;
+  c.steps = 3;
+  c.widths = {4};
+  c.test_points = 11;
+  const auto dir = test::fresh_dir("demo-records");
+  const Config summary = run_demo_recorded(c, 1, dir);
+  EXPECT_EQ(problems_of(dir), "");
+  EXPECT_EQ(read_json_file(dir / "summary.json").at("ln_best_max_err"), summary.at("ln_best_max_err"));
+  const auto config = read_json_file(dir / "config.json");
+  EXPECT_EQ(config.at("experiment"), "demo");
+  EXPECT_EQ(config.at("kernels").get<std::string>(), pln::cpu_kernels());
+  EXPECT_EQ(config.at("config").at("steps"), 3);
+  EXPECT_EQ(config.at("set"), Config({"steps=3", "widths=[4]", "test_points=11"}));
+  const auto fit = read_csv(dir / "fit.csv");
+  EXPECT_EQ(fit.header, (std::vector<std::string>{"x", "target", "LN-Net 4", "PLN(4)-Net 4", "Tanh-Net 4"}));
+  EXPECT_EQ(fit.rows.size(), 11u);
+  EXPECT_EQ(read_csv(dir / "models.csv").rows.size(), 3u);
+  // Its figure: every network against the target, one panel per model.
+  const Experiment demo = demo_experiment();
+  ASSERT_TRUE(demo.plot_run);
+  demo.plot_run(dir, dir / "figures");
+  EXPECT_TRUE(fs::exists(dir / "figures" / "fit.png"));
+  EXPECT_NE(slurp(dir / "figures" / "fit.gp").find("'PLN(4)-Net'"), std::string::npos);
+  // A summary missing a demo metric is named.
+  auto written = read_json_file(dir / "summary.json");
+  written.erase("tanh_max_err");
+  std::ofstream(dir / "summary.json") << written.dump();
+  EXPECT_NE(problems_of(dir).find("no metric 'tanh_max_err'"), std::string::npos);
   fs::remove_all(dir);
 }
 
