@@ -50,7 +50,7 @@ rows=$(tail -n +2 "$grid/records.csv" | cut -d, -f1 | sort)
   || { echo "records.csv does not hold each cell once:"; cat "$grid/records.csv"; exit 1; }
 # Where both grids began before either finished a cell, one left a cell to the other.
 if [ "$(cat "$dir/grid_a.log" "$dir/grid_b.log" | grep -c '2 cells, 0 done, 2 to run')" = 2 ]; then
-  cat "$dir/grid_a.log" "$dir/grid_b.log" | grep -q "another process" \
+  grep -q "another process" "$dir/grid_a.log" "$dir/grid_b.log" \
     || { echo "neither grid left a cell to the other:"; cat "$dir/grid_a.log" "$dir/grid_b.log"; exit 1; }
 fi
 echo "two grids: each cell ran once"
