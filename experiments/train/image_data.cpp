@@ -45,6 +45,11 @@ Key labels_file() {
 Key n_train() { return integer("n_train", 0, at_least(0), "training images, the first ones (0: all)"); }
 Key n_test() { return integer("n_test", 0, at_least(0), "test images, the first ones (0: all)"); }
 
+std::vector<Key> image_data() {
+  return {data(), data_dir(), labels(), label_seed(), labels_file(), n_train(), n_test(),
+          boolean("augment", false, "random crops (padding 4) and horizontal flips")};
+}
+
 }  // namespace key
 
 PreparedImages prepare_images(const Config& c, int64_t min_size) {

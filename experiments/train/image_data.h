@@ -33,6 +33,9 @@ Key label_seed();
 Key labels_file();
 Key n_train();      ///< >= 0, 0: all
 Key n_test();       ///< >= 0, 0: all
+/// The keys every image family takes first, in config.json's order: the
+/// seven above and `augment`.
+std::vector<Key> image_data();
 }  // namespace key
 
 /// Loads the data the (validated) keys name; throws std::runtime_error naming
