@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "records/file_lock.h"
 #include "run/blas_core.h"
+#include "run/provenance.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
@@ -14,6 +15,8 @@ int main(int argc, char** argv) {
   pln::exp::restart_with_the_cpus_blas_core(argv);
   CLI::App app{"Parallel Layer Normalization: the operator's demo and experiments"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return "pln " + pln::exp::source_revision(); },
+                       "print the source revision this program was built from and exit");
   pln::cli::add_demo_command(app);
   pln::cli::add_experiment_commands(app);
   pln::cli::add_grid_command(app);

@@ -4,29 +4,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 
 namespace pln::exp {
 
-std::string source_revision() {
-  static const std::string revision = [] {
-    std::string text;
-#ifdef PLN_SOURCE_DIR
-    if (FILE* git = ::popen("git -C '" PLN_SOURCE_DIR "' describe --always --dirty 2>/dev/null", "r")) {
-      char buffer[256];
-      while (std::fgets(buffer, sizeof buffer, git)) text += buffer;
-      if (::pclose(git) != 0) text.clear();
-    }
-#endif
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    return text.empty() ? std::string("unknown") : text;
-  }();
-  return revision;
-}
+// Defined in built_revision.cpp, which the build writes (cmake/SourceRevision.cmake).
+extern const char* const kBuiltRevision;
+
+std::string source_revision() { return kBuiltRevision; }
 
 std::string machine_description() {
   std::string model = "unknown CPU";

@@ -8,7 +8,7 @@
 namespace pln::exp {
 
 /// `git describe --always --dirty` of the checkout this program was built
-/// from, read once when first asked; "unknown" outside a checkout.
+/// from, taken when it was built (not when it runs); "unknown" outside a checkout.
 std::string source_revision();
 
 /// "model name, N cores, M GiB" of this machine, from /proc (or "unknown").
