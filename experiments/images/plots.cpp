@@ -187,13 +187,19 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
   int j = 0;
   for (double scale : scales) ytics += fmt::format("{}'{}' {}", j ? ", " : "(", scale_label(scale), j), ++j;
   ytics += ")";
+  // Fixed margins in pixels (the axis labels on the left, the colour bar on
+  // the right) so that every panel gets the same area: a colour bar drawn
+  // inside the last panel's cell would shrink that panel alone.
+  const int width = 380 * static_cast<int>(variants.size()), height = 460;
+  const double left = 95.0 / width, right = 1.0 - 115.0 / width;
   std::string body = fmt::format(
       "set datafile separator ','\nset palette rgbformulae 22,13,-31\nset cbrange [0:1]\nset cbtics 0.2\n"
       "set xlabel 'learning rate'\nset ylabel 'init scale (x He)'\nset xtics {} rotate by -45\nset ytics {}\n"
       "set xrange [-0.5:{}]\nset yrange [-0.5:{}]\nset size ratio -1\nunset colorbox\n"
-      "set multiplot layout 1,{} title 'mean final test accuracy, {} a cell'\n",
+      "set multiplot layout 1,{} margins {:.4f},{:.4f},0.14,0.86 spacing {:.4f} "
+      "title 'mean final test accuracy, {} a cell'\n",
       tics_at_index({lrs.begin(), lrs.end()}), ytics, double(lrs.size()) - 0.5, double(scales.size()) - 0.5,
-      variants.size(), seeds);
+      variants.size(), left, right, 57.0 / width, seeds);
   for (size_t k = 0; k < variants.size(); ++k) {
     const auto& v = variants[k];
     std::string csv;
@@ -208,8 +214,12 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     }
     const auto file = data_dir / ("heat_" + safe_name(v) + ".csv");
     write_file_atomic(file, csv);
-    // One colour bar, on the last panel: every panel shares the scale [0, 1].
-    if (k + 1 == variants.size()) body += "set colorbox\nset cblabel 'test accuracy'\n";
+    // One colour bar, right of the last panel: every panel shares the scale [0, 1].
+    if (k + 1 == variants.size()) {
+      body += fmt::format("set colorbox user origin screen {:.4f},0.2 size screen {:.4f},0.6\n"
+                          "set cblabel 'test accuracy'\n",
+                          1.0 - 90.0 / width, 15.0 / width);
+    }
     if (k > 0) body += "unset ylabel\n";
     // Values in black on the bright (high) end of the palette, in white on the dark end.
     body += fmt::format("set title {}\nplot {} using 1:2:3 with image notitle, '' using 1:2:(sprintf('%.2f', $3)):"
@@ -217,7 +227,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
                         gnuplot_quote(v), gnuplot_quote(file.string()));
   }
   body += "unset multiplot\n";
-  render_figure(out / "heatmap", body, 380 * static_cast<int>(variants.size()), 460);
+  render_figure(out / "heatmap", body, width, height);
 }
 
 }  // namespace pln::exp::images
