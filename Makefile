@@ -4,6 +4,9 @@
 # `make test-torch2` (the whole suite against that torch, in build-torch2/).
 # `make test-library`: the library alone (-DPLN_BUILD_APPS=OFF, in
 # build-library/), built and tested without the experiments.
+# `make test-sanitize`: the library alone again, under AddressSanitizer and
+# UndefinedBehaviorSanitizer (in build-sanitize/), its tests and the CUDA
+# kernels on the CPU; CI runs it in place of test-library.
 
 BUILD_DIR ?= build
 CMAKE_ARGS ?=
@@ -18,7 +21,7 @@ LIBRARY_BUILD_DIR ?= build-library
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all bootstrap configure build demo test test-library bench clean venv test-torch2
+.PHONY: all bootstrap configure build demo test test-library test-sanitize bench clean venv test-torch2
 
 all: build
 
@@ -54,6 +57,21 @@ test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 	cmake --build $(LIBRARY_BUILD_DIR) -j $(JOBS)
 	cd $(LIBRARY_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -E '$(LIBRARY_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
+# -O1: the sanitizers' checks cost enough without -O3's compile time.
+SANITIZE_BUILD_DIR ?= build-sanitize
+SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|[A-Z])
+$(SANITIZE_BUILD_DIR)/build.ninja: | bootstrap
+	cmake -S . -B $(SANITIZE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+	  -DPLN_SANITIZE=ON -DPLN_BUILD_APPS=OFF -DPLN_BUILD_BENCH=OFF $(CMAKE_ARGS)
+
+test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
+	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS)
+	cd $(SANITIZE_BUILD_DIR) && \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath tests/sanitize/lsan.supp):print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_CTEST_EXCLUDE)' $(CTEST_ARGS)
+
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
 	$(BUILD_DIR)/bench/pln_bench
@@ -74,4 +92,4 @@ test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 	cd $(TORCH2_BUILD_DIR) && PLN_REQUIRE_INSTALLED=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) build-pip
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) build-pip
