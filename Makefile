@@ -4,9 +4,10 @@
 # `make test-torch2` (the whole suite against that torch, in build-torch2/).
 # `make test-library`: the library alone (-DPLN_BUILD_APPS=OFF, in
 # build-library/), built and tested without the experiments.
-# `make test-sanitize`: the library alone again, under AddressSanitizer and
-# UndefinedBehaviorSanitizer (in build-sanitize/), its tests and the CUDA
-# kernels on the CPU; CI runs it in place of test-library.
+# `make test-sanitize`: everything again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (in build-sanitize/): the library's and the
+# experiments' tests, the CUDA kernels on the CPU, the command-line tests and
+# a smoke grid of every family through the sanitized `pln`.
 
 BUILD_DIR ?= build
 CMAKE_ARGS ?=
@@ -57,19 +58,26 @@ test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 	cmake --build $(LIBRARY_BUILD_DIR) -j $(JOBS)
 	cd $(LIBRARY_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -E '$(LIBRARY_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
-# -O1: the sanitizers' checks cost enough without -O3's compile time.
+# -O1: the sanitizers' checks cost enough without -O3's compile time; unity
+# builds (several sources a compilation) halve the experiments' compile time.
+# The tests run as whole binaries (sanitize_*_tests), not once per case (the
+# names with capitals), each process of which would load LibTorch again.
+# Left out: the Python suites and the installed copy (LibTorch and Python are
+# not instrumented), the benchmarks, cli_validate (the same unit-test binaries
+# again), slurm_cluster (Slurm's daemons, not our code) and
+# results_rerun_bit_for_bit (an -O1 build need not give -O3's last bits).
 SANITIZE_BUILD_DIR ?= build-sanitize
-SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|[A-Z])
+SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|slurm_|results_|cli_validate$$|[A-Z])
+SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+  LSAN_OPTIONS=suppressions=$(abspath tests/sanitize/lsan.supp):print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 $(SANITIZE_BUILD_DIR)/build.ninja: | bootstrap
 	cmake -S . -B $(SANITIZE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
-	  -DPLN_SANITIZE=ON -DPLN_BUILD_APPS=OFF -DPLN_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	  -DCMAKE_UNITY_BUILD=ON -DPLN_SANITIZE=ON -DPLN_BUILD_BENCH=OFF $(CMAKE_ARGS)
 
 test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
 	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS)
-	cd $(SANITIZE_BUILD_DIR) && \
-	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
-	  LSAN_OPTIONS=suppressions=$(abspath tests/sanitize/lsan.supp):print_suppressions=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	cd $(SANITIZE_BUILD_DIR) && $(SANITIZE_ENV) \
 	  ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
 bench: configure
