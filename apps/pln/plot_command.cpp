@@ -28,23 +28,19 @@ std::string experiment_of(const fs::path& file) {
   }
 }
 
-bool plot_one(const fs::path& given, const fs::path& given_out, bool quiet) {
-  // Absolute: gnuplot runs in the figures' directory, which need not be this one,
-  // and reads the records and the plot data written under `out` from there.
-  const fs::path dir = fs::absolute(given);
-  const fs::path out = fs::absolute(given_out);
+bool plot_one(const fs::path& dir, const fs::path& out, bool quiet) {
   if (fs::exists(dir / "grid.json")) {
     const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
     if (!e.plot_grid) return false;
     e.plot_grid(dir, exp::read_csv(dir / "records.csv"), out);
-    if (!quiet) fmt::print("plotted grid {}{}\n", given.string(), given_out == given ? "" : " into " + given_out.string());
+    if (!quiet) fmt::print("plotted grid {}{}\n", dir.string(), out == dir ? "" : " into " + out.string());
     return true;
   }
   if (fs::exists(dir / "summary.json")) {
     const auto& e = exp::find_experiment(experiment_of(dir / "config.json"));
     if (!e.plot_run) return false;
     e.plot_run(dir, out);
-    if (!quiet) fmt::print("plotted run {}{}\n", given.string(), given_out == given ? "" : " into " + given_out.string());
+    if (!quiet) fmt::print("plotted run {}{}\n", dir.string(), out == dir ? "" : " into " + out.string());
     return true;
   }
   return false;

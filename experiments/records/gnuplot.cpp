@@ -101,8 +101,10 @@ void render_figure(const std::filesystem::path& base, const std::string& body, i
   };
   for (const auto& o : outputs) {
     const auto target = name + "." + o.ext;
-    const std::string setup = fmt::format("cd {}; {}; set output {}", gnuplot_quote(dir.string()),
-                                          o.terminal, gnuplot_quote(target + ".tmp"));
+    // gnuplot runs in this process's working directory, where the data paths
+    // in `body` (built from the caller's paths, relative or not) resolve.
+    const std::string setup =
+        fmt::format("{}; set output {}", o.terminal, gnuplot_quote((dir / (target + ".tmp")).string()));
     const auto log = dir / (name + ".gnuplot.log");
     const int code = run_process({"gnuplot", "-e", setup, (dir / (name + ".gp")).string()}, log);
     const auto message = tail_of(log, 6);
