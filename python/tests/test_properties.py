@@ -1,5 +1,5 @@
 """Property-based tests of the operators over generated cases: shapes with
-size-1 and empty dimensions, every layout, group sizes dividing C, centering
+size-1 and empty dimensions, every layout, group sizes from 1 to 8192, centering
 on and off, p and q, float32 and float64, eps down to 1e-12, inputs at a
 common offset up to 1e4 (where the centring must not round), and the memory
 layouts a user can hand over (channels-last, transposed, strided slices,
@@ -103,10 +103,15 @@ def draw_case(draw) -> Case:
     rank, _ = LAYOUTS[layout]
     if rank is None:
         rank = draw.integer(2, 5) if layout == "features_first" else draw.integer(1, 4)
-    g = draw.choice((1, 2, 3, 4, 8))
-    features = g * draw.integer(1, 3)
+    # Small groups (the paper's) most of the time; otherwise any size up to
+    # 8192, powers of two and others, which the within-group kernels take.
+    large = draw.integer(0, 3) == 0
+    g = min(8192, 2 ** draw.integer(4, 13) + draw.choice((0, 0, 1, 3, 7))) if large else draw.choice((1, 2, 3, 4, 8))
+    features = g * draw.integer(1, 2 if large else 3)
     axis = LAYOUTS[layout][1] % rank
-    shape = tuple(features if d == axis else draw.choice((0, 1, 1, 2, 3, 5)) for d in range(rank))
+    # Large groups with fewer positions, so that a case stays small.
+    position_sizes = (0, 1, 1, 2) if large else (0, 1, 1, 2, 3, 5)
+    shape = tuple(features if d == axis else draw.choice(position_sizes) for d in range(rank))
     if op == "pq_norm":
         p, q = draw.choice(PQ)
     else:
@@ -289,6 +294,7 @@ def test_generator_reaches_every_layout_memory_variant_and_op():
     assert {c.op for c in cases} == {"parallel_ln", "pq_norm"}
     assert {c.affine for c in cases} == {"none", "contiguous", "strided", "offset"}
     assert any(0 in c.shape for c in cases) and any(c.g == 1 for c in cases)
+    assert any(c.g >= 4096 for c in cases) and any(c.g > 16 and c.g % 8 for c in cases)
     assert {c.dtype for c in cases} == {torch.float32, torch.float64}
     assert any(c.offset == 1e4 and c.spread == 1e-2 and c.g > 1 for c in cases)
     for c in cases:

@@ -1,21 +1,35 @@
 // Fused Parallel LN kernels: the drivers, which split the work into parallel
-// tasks and pick each row's or chunk's kernel by layout, dtype, group size and
-// capability (every #if on a capability is here), and the formulas. Compiled
-// once per capability with PLN_CPU_NS set to its namespace (base: the
-// compiler's default target; avx2: -mavx2 -mfma; avx512: avx2 plus AVX-512
-// F/DQ/VL/BW, see CMakeLists.txt). Float arithmetic is never reassociated:
-// the centring below depends on its order.
+// tasks and pick each row's, group's or chunk's kernel by layout, dtype, group
+// size and capability, and the formulas. Compiled once per capability with
+// PLN_CPU_NS set to its namespace (base: the compiler's default target; avx2:
+// -mavx2 -mfma; avx512: avx2 plus AVX-512 F/DQ/VL/BW, see CMakeLists.txt).
+// The capability enters in one block of this file ("the capability's paths"),
+// as functions the drivers call whatever it is; no function body holds an #if.
+// Float arithmetic is never reassociated: the centring below depends on its order.
 //
 // The kernels, one header a path, each SIMD routine beside its scalar twin:
-//   kernels/strided.h        the inner-strided layouts (NCHW, NCL)
-//   kernels/features_last.h  groups of contiguous features (NC, NTC, NHWC)
+//   kernels/large_groups.h   large groups, SIMD within a group, every layout,
+//                            one template over the vector vocabulary (vec.h)
+//   kernels/strided.h        small groups of the inner-strided layouts (NCHW, NCL)
+//   kernels/features_last.h  small groups of contiguous features (NC, NTC, NHWC)
 //   kernels/octets_avx512.h  float groups of 8 with AVX-512
-//   kernels/simd.h           the SIMD vocabulary they share
+//   kernels/simd.h           the AVX2 vocabulary of the small-group kernels
+//   kernels/vec.h            the vector vocabulary: scalar, AVX2, AVX-512 types
 //   kernels/streaming.h      when outputs are written around the cache
 // They are headers of this one translation unit rather than sources of their
 // own: the drivers inline the per-block kernels, and GCC fuses a multiply and
 // an add into one FMA across inlined code (-ffp-contract=fast, its default
 // for C++), so the bits the kernels give depend on what is compiled together.
+//
+// Group sizes: small groups (below kLargeFeaturesLast / kLargeStrided) put
+// several groups in one register: the inner-strided kernels run along the
+// contiguous position axis with all g rows of a group in step, and the
+// features-last kernels take eight float (four double) groups at a time and
+// reduce them together with one horizontal-add tree (sixteen float groups of 8
+// with AVX-512); other small sizes take scalar loops. Large groups take SIMD
+// within the group, blocked sums widened to double and two passes for the
+// statistics (large_groups.h), so that their error does not grow with g; a
+// task then holds whole groups, not whole rows.
 //
 // Centring (PLN): every kernel subtracts one of the group's own values, its
 // shift s, before anything else. x - s is exact when x and s are close (and
@@ -75,45 +89,120 @@
 
 #include "cpu/capability.h"
 #include "cpu/kernels/features_last.h"
+#include "cpu/kernels/large_groups.h"
 #include "cpu/kernels/octets_avx512.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/streaming.h"
 #include "cpu/kernels/strided.h"
+#include "cpu/kernels/vec.h"
 
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
 
-// Work per parallel task, in elements.
+// Work per parallel task, in elements: about 128 KiB of float input, so that a
+// task's time dwarfs the thread pool's hand-over (a few microseconds).
 constexpr int64_t kGrainElements = 1 << 15;
 
+// Group sizes from which a group is normalised with SIMD within the group
+// (large_groups.h) rather than across groups. Measured with pln_bench_groups
+// (bench/results/): below these, the kernels that hold several groups in one
+// register win; from them on, the within-group kernels do, and only they keep
+// the error flat in g.
+constexpr int64_t kLargeFeaturesLast = 17;
+constexpr int64_t kLargeStrided = 17;
 
-// One row of NG groups of G contiguous features. The AVX2 kernels take the
-// statistics of every block first, then write the outputs: the blocks' long
-// reduce-sqrt-divide chains are independent and overlap, where computing each
-// block's output right after its statistics would wait on them. The AVX-512
-// kernel's blocks are twice as large and keep their values in registers for
-// the output, so it runs one block ahead instead (forward_octet_blocks; the
-// statistics of the whole row first would lose to no overlap at all).
-// save_stats: mean and rstd are wanted after the call (not a scratch).
-// `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
-// stream: the AVX2 kernels' output is written around the cache (y is 32-byte
-// aligned, see kStreamBytes); the caller fences.
-template <typename T, bool kCenter>
-void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                 T* rstd, [[maybe_unused]] T* shifted, T eps, [[maybe_unused]] bool save_stats,
-                 [[maybe_unused]] bool stream) {
-  int64_t k = 0;
+template <typename T>
+bool large_features_last(int64_t G) {
+  return G >= kLargeFeaturesLast;
+}
+template <typename T>
+bool large_strided(int64_t G) {
+  return G >= kLargeStrided;
+}
+
+// Rows of dweight/dbias partial sums kept in T before they are added to the
+// double sums: float sums of more rows would lose digits as the batch grows.
+constexpr int64_t kParamGradRows = 16;
+
+// ------------------------------------------------ the capability's paths ---
+// What this compilation has beyond the portable kernels, as functions that the
+// drivers below call whatever the capability: each takes the part of a row
+// or chunk that its SIMD kernels cover and returns how much that was (or
+// whether it took the chunk), and does nothing where the capability or the
+// shape does not apply. The only #if on a capability in the drivers' file.
+
 #if PLN_HAVE_AVX512
+// Float groups of 8: the leading blocks of sixteen groups of one row.
+template <typename T, bool kCenter>
+int64_t forward_row_octets(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
+                           T* rstd, T eps, bool save_stats) {
   if constexpr (std::is_same_v<T, float>) {
-    if (G == 8) {
-      k = NG / 16 * 16;
-      (save_stats ? forward_octet_blocks_avx512<kCenter, true>
-                  : forward_octet_blocks_avx512<kCenter, false>)(x, y, w, b, mean, rstd, k / 16,
-                                                                 k / 16, eps);
-    }
+    if (G != 8) return 0;
+    const int64_t k = NG / 16 * 16;
+    (save_stats ? forward_octet_blocks_avx512<kCenter, true> : forward_octet_blocks_avx512<kCenter, false>)(
+        x, y, w, b, mean, rstd, k / 16, k / 16, eps);
+    return k;
   }
-#endif
+  return 0;
+}
+
+// Float groups of 8, rows of whole blocks: rows [begin, end) in one pipeline.
+template <typename T, bool kCenter>
+bool forward_rows_octets(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+                         T eps, int64_t begin, int64_t end, bool stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t C = g.channels, NG = g.num_groups();
+    if (g.group != 8 || C % 128 != 0) return false;
+    const int64_t n = (end - begin) * C / 128;
+    float* const mean_o = mean ? mean + begin * NG : nullptr;
+    float* const rstd_o = mean ? rstd + begin * NG : nullptr;
+    const auto blocks = stream ? (mean ? forward_octet_blocks_avx512<kCenter, true, true>
+                                       : forward_octet_blocks_avx512<kCenter, false, true>)
+                               : (mean ? forward_octet_blocks_avx512<kCenter, true, false>
+                                       : forward_octet_blocks_avx512<kCenter, false, false>);
+    blocks(x + begin * C, y + begin * C, w, b, mean_o, rstd_o, n, C / 128, eps);
+    if (stream) _mm_sfence();  // order the non-temporal stores before the join
+    return true;
+  }
+  return false;
+}
+
+template <typename T, bool kCenter>
+int64_t backward_row_octets(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd,
+                            const T* w, T* dx, T* dw, T* db, bool stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (G != 8) return 0;
+    const int64_t k = NG / 16 * 16;
+    (stream ? backward_octet_blocks_avx512<kCenter, true> : backward_octet_blocks_avx512<kCenter, false>)(
+        dy, x, mean, rstd, w, dx, dw, db, k / 16);
+    return k;
+  }
+  return 0;
+}
+#else
+template <typename T, bool kCenter>
+int64_t forward_row_octets(const T*, T*, int64_t, int64_t, const T*, const T*, T*, T*, T, bool) {
+  return 0;
+}
+template <typename T, bool kCenter>
+bool forward_rows_octets(const Geometry&, const T*, const T*, const T*, T*, T*, T*, T, int64_t, int64_t,
+                         bool) {
+  return false;
+}
+template <typename T, bool kCenter>
+int64_t backward_row_octets(const T*, const T*, int64_t, int64_t, const T*, const T*, const T*, T*, T*, T*,
+                            bool) {
+  return 0;
+}
+#endif  // PLN_HAVE_AVX512
+
 #if PLN_HAVE_AVX2
+// Groups [k, ...) of one row through the AVX2 kernels: float groups of 4 (eight
+// at a time), and groups of a whole number of registers (one register's worth
+// of groups at a time). Returns the first group they leave to the scalar loops.
+template <typename T, bool kCenter>
+int64_t forward_row_simd(int64_t k, const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
+                         T* rstd, T* shifted, T eps, bool save_stats, bool stream) {
   const int64_t k0 = k;  // the AVX2 kernels start here
   if constexpr (std::is_same_v<T, float>) {
     if (G == 4) {
@@ -145,134 +234,12 @@ void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b
       default: row(std::integral_constant<int, 0>());
     }
   }
-#endif
-  x += k * G, y += k * G, w += k * G, b += k * G, mean += k, rstd += k;
-  switch (G) {
-    case 2: return forward_groups<T, kCenter, 2>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 4: return forward_groups<T, kCenter, 4>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 8: return forward_groups<T, kCenter, 8>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 16: return forward_groups<T, kCenter, 16>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    default: return forward_groups<T, kCenter>(x, y, NG - k, G, w, b, mean, rstd, eps);
-  }
+  return k;
 }
 
 template <typename T, bool kCenter>
-void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
-                  T eps) {
-  const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
-  if (g.numel() == 0) return;
-  if (I == 1) {
-    const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
-    const bool stream = streams_output(y, C, g.numel());
-    [[maybe_unused]] const bool stream_octets =
-        streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
-    at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
-#if PLN_HAVE_AVX512
-      // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
-      if constexpr (std::is_same_v<T, float>) {
-        if (G == 8 && C % 128 == 0) {
-          const int64_t n = (end - begin) * C / 128;
-          const int64_t o = begin;
-          float* const mean_o = mean ? mean + o * NG : nullptr;
-          float* const rstd_o = mean ? rstd + o * NG : nullptr;
-          const auto blocks =
-              stream_octets ? (mean ? forward_octet_blocks_avx512<kCenter, true, true>
-                                    : forward_octet_blocks_avx512<kCenter, false, true>)
-                            : (mean ? forward_octet_blocks_avx512<kCenter, true, false>
-                                    : forward_octet_blocks_avx512<kCenter, false, false>);
-          blocks(x + o * C, y + o * C, w, b, mean_o, rstd_o, n, C / 128, eps);
-          if (stream_octets) _mm_sfence();  // order the non-temporal stores before the join
-          return;
-        }
-      }
-#endif
-      // Without saved statistics, each row's go to a scratch that stays in L1.
-      std::vector<T> scratch(static_cast<size_t>(mean ? NG : 3 * NG));
-      for (int64_t o = begin; o < end; ++o) {
-        T* mean_o = mean ? mean + o * NG : scratch.data() + NG;
-        T* rstd_o = rstd ? rstd + o * NG : scratch.data() + 2 * NG;
-        forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(),
-                                eps, mean != nullptr, stream);
-      }
-#if PLN_HAVE_AVX2
-      if (stream) _mm_sfence();  // order the non-temporal stores before the join
-#endif
-    });
-    return;
-  }
-  const int64_t slabs = g.outer * NG;
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-  [[maybe_unused]] const bool stream = streams_output(y, I, g.numel());
-  at::parallel_for(0, slabs, grain, [&](int64_t begin, int64_t end) {
-    std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * kChunk));
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t o = s / NG, k = s % NG;
-      const int64_t off = (o * C + k * G) * I;
-      for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
-        const int64_t n = std::min(kChunk, I - i0);
-        T* mean_s = mean ? mean + s * I + i0 : scratch.data();
-        T* rstd_s = rstd ? rstd + s * I + i0 : scratch.data() + kChunk;
-#if PLN_HAVE_AVX2
-        if constexpr (std::is_same_v<T, float>) {
-          const NextChunk next = next_chunk(i0, I, G, s + 1 < end);
-          if (stream) {
-            forward_chunk_avx2<kCenter, true>(x + off + i0, y + off + i0, I, n, G, w + k * G,
-                                              b + k * G, mean_s, rstd_s, eps, next);
-          } else {
-            forward_chunk_avx2<kCenter, false>(x + off + i0, y + off + i0, I, n, G, w + k * G,
-                                               b + k * G, mean_s, rstd_s, eps, next);
-          }
-          continue;
-        }
-#endif
-        forward_chunk<T, kCenter>(x + off + i0, y + off + i0, I, n, G, w + k * G, b + k * G,
-                                  mean_s, rstd_s, eps);
-      }
-    }
-#if PLN_HAVE_AVX2
-    if (stream) _mm_sfence();  // order the non-temporal stores before the join
-#endif
-  });
-}
-
-// Per-thread [C] partial sums for dweight and dbias, added up at the end.
-struct ParamGradPartials {
-  ParamGradPartials(int64_t channels, bool wanted)
-      : C(channels), wanted(wanted),
-        sums(wanted ? static_cast<size_t>(2 * channels * at::get_num_threads()) : 0, 0.0) {}
-  double* dweight() { return wanted ? sums.data() + 2 * C * at::get_thread_num() : nullptr; }
-  double* dbias() { return wanted ? dweight() + C : nullptr; }
-  void reduce_into(double* dw, double* db) const {
-    if (dw) std::fill(dw, dw + C, 0.0);
-    if (db) std::fill(db, db + C, 0.0);
-    for (size_t t = 0; t < sums.size(); t += 2 * C) {
-      for (int64_t c = 0; c < C; ++c) {
-        if (dw) dw[c] += sums[t + c];
-        if (db) db[c] += sums[t + C + c];
-      }
-    }
-  }
-  int64_t C;
-  bool wanted;
-  std::vector<double> sums;
-};
-
-// stream: the AVX-512 kernel's dx is written around the cache (see
-// backward_octet_blocks_avx512); the caller fences.
-template <typename T, bool kCenter>
-void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd,
-                  const T* w, T* dx, T* dw, T* db, [[maybe_unused]] bool stream) {
-  int64_t k = 0;
-#if PLN_HAVE_AVX512
-  if constexpr (std::is_same_v<T, float>) {
-    if (G == 8) {
-      k = NG / 16 * 16;
-      (stream ? backward_octet_blocks_avx512<kCenter, true> : backward_octet_blocks_avx512<kCenter, false>)(
-          dy, x, mean, rstd, w, dx, dw, db, k / 16);
-    }
-  }
-#endif
-#if PLN_HAVE_AVX2
+int64_t backward_row_simd(int64_t k, const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
+                          const T* rstd, const T* w, T* dx, T* dw, T* db) {
   if constexpr (std::is_same_v<T, float>) {
     if (G == 4) {
       for (; k + 8 <= NG; k += 8) {
@@ -297,7 +264,246 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
       }
     }
   }
-#endif
+  return k;
+}
+
+// One chunk of an inner-strided group through the AVX2 kernels (float only):
+// whether they took it.
+template <typename T, bool kCenter>
+bool forward_chunk_simd(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const T* w, const T* b,
+                        T* mean, T* rstd, T eps, NextChunk next, bool stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    (stream ? forward_chunk_avx2<kCenter, true> : forward_chunk_avx2<kCenter, false>)(
+        x, y, stride, n, G, w, b, mean, rstd, eps, next);
+    return true;
+  }
+  return false;
+}
+
+template <typename T, bool kCenter>
+bool backward_chunk_simd(const T* dy, const T* x, int64_t stride, int64_t n, int64_t G, const T* mean,
+                         const T* rstd, const T* w, T* dx, double* dw, double* db, NextChunk next, bool stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    (stream ? backward_chunk_avx2<kCenter, true> : backward_chunk_avx2<kCenter, false>)(
+        dy, x, stride, n, G, mean, rstd, w, dx, dw, db, next);
+    return true;
+  }
+  return false;
+}
+
+// Orders a task's non-temporal stores before the join.
+inline void store_fence() { _mm_sfence(); }
+#else
+template <typename T, bool kCenter>
+int64_t forward_row_simd(int64_t k, const T*, T*, int64_t, int64_t, const T*, const T*, T*, T*, T*, T, bool,
+                         bool) {
+  return k;
+}
+template <typename T, bool kCenter>
+int64_t backward_row_simd(int64_t k, const T*, const T*, int64_t, int64_t, const T*, const T*, const T*, T*,
+                          T*, T*) {
+  return k;
+}
+struct NextChunk {};
+inline NextChunk next_chunk(int64_t, int64_t, int64_t, bool) { return {}; }
+template <typename T, bool kCenter>
+bool forward_chunk_simd(const T*, T*, int64_t, int64_t, int64_t, const T*, const T*, T*, T*, T, NextChunk,
+                        bool) {
+  return false;
+}
+template <typename T, bool kCenter>
+bool backward_chunk_simd(const T*, const T*, int64_t, int64_t, int64_t, const T*, const T*, const T*, T*,
+                         double*, double*, NextChunk, bool) {
+  return false;
+}
+inline void store_fence() {}
+#endif  // PLN_HAVE_AVX2
+
+// Whether the AVX2 and AVX-512 kernels stream (write around the cache) at
+// all: the portable kernels never do.
+constexpr bool kStreams = PLN_HAVE_AVX2;
+
+// ---------------------------------------------------------------- drivers ---
+
+// One row of NG groups of G contiguous features. The AVX2 kernels take the
+// statistics of every block first, then write the outputs: the blocks' long
+// reduce-sqrt-divide chains are independent and overlap, where computing each
+// block's output right after its statistics would wait on them. The AVX-512
+// kernel's blocks are twice as large and keep their values in registers for
+// the output, so it runs one block ahead instead (forward_octet_blocks; the
+// statistics of the whole row first would lose to no overlap at all).
+// save_stats: mean and rstd are wanted after the call (not a scratch).
+// `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
+// stream: the AVX2 kernels' output is written around the cache (y is 32-byte
+// aligned, see kStreamBytes); the caller fences.
+template <typename T, bool kCenter>
+void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean, T* rstd,
+                 T* shifted, T eps, bool save_stats, bool stream) {
+  int64_t k = forward_row_octets<T, kCenter>(x, y, NG, G, w, b, mean, rstd, eps, save_stats);
+  k = forward_row_simd<T, kCenter>(k, x, y, NG, G, w, b, mean, rstd, shifted, eps, save_stats, stream);
+  x += k * G, y += k * G, w += k * G, b += k * G, mean += k, rstd += k;
+  switch (G) {
+    case 2: return forward_groups<T, kCenter, 2>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 4: return forward_groups<T, kCenter, 4>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 8: return forward_groups<T, kCenter, 8>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    case 16: return forward_groups<T, kCenter, 16>(x, y, NG - k, G, w, b, mean, rstd, eps);
+    default: return forward_groups<T, kCenter>(x, y, NG - k, G, w, b, mean, rstd, eps);
+  }
+}
+
+// Features last, small groups: each task takes whole rows.
+template <typename T, bool kCenter>
+void forward_small_rows(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+  const int64_t NG = g.num_groups(), C = g.channels, G = g.group;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
+  const bool stream = kStreams && streams_output(y, C, g.numel());
+  const bool stream_octets = kStreams && streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
+  at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
+    // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
+    if (forward_rows_octets<T, kCenter>(g, x, w, b, y, mean, rstd, eps, begin, end, stream_octets)) return;
+    // Without saved statistics, each row's go to a scratch that stays in L1.
+    std::vector<T> scratch(static_cast<size_t>(mean ? NG : 3 * NG));
+    for (int64_t o = begin; o < end; ++o) {
+      T* mean_o = mean ? mean + o * NG : scratch.data() + NG;
+      T* rstd_o = rstd ? rstd + o * NG : scratch.data() + 2 * NG;
+      forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(), eps,
+                              mean != nullptr, stream);
+    }
+    if (stream) store_fence();
+  });
+}
+
+// Features last, large groups: each task takes whole groups, so that a batch of
+// a few rows still splits across the threads.
+template <typename T, bool kCenter>
+void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+                          T eps) {
+  const int64_t NG = g.num_groups(), G = g.group;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / G);
+  using V = NativeVec<T>;
+  const bool mid = mid_size_group<V>(G);
+  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+    // Instance s (row s / NG, group k = s % NG) starts at x + s * G.
+    for (int64_t s = begin; s < end;) {
+      const int64_t k = s % NG;
+      if (mid && s + kMidBatch <= end && k + kMidBatch <= NG) {
+        T scratch[2 * kMidBatch];
+        forward_mid_groups<V, kCenter, kMidBatch>(x + s * G, y + s * G, G, w + k * G, b + k * G,
+                                                  mean ? mean + s : scratch, mean ? rstd + s : scratch + kMidBatch,
+                                                  eps);
+        s += kMidBatch;
+        continue;
+      }
+      T m, r;
+      const T* next = s + 1 < end ? x + (s + 1) * G : nullptr;
+      forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next);
+      if (mean) mean[s] = m, rstd[s] = r;
+      ++s;
+    }
+  });
+}
+
+// Inner-strided layouts: each task takes whole (outer, group) slabs.
+template <typename T, bool kCenter>
+void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+  const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+  const bool stream = kStreams && streams_output(y, I, g.numel());
+  const bool large = large_strided<T>(G);
+  const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
+  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * chunk));
+    std::vector<double> sums(large ? static_cast<size_t>(2 * chunk) : 0);
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t o = s / NG, k = s % NG;
+      const int64_t off = (o * C + k * G) * I;
+      for (int64_t i0 = 0; i0 < I; i0 += chunk) {
+        const int64_t n = std::min(chunk, I - i0);
+        T* mean_s = mean ? mean + s * I + i0 : scratch.data();
+        T* rstd_s = rstd ? rstd + s * I + i0 : scratch.data() + chunk;
+        const T* xs = x + off + i0;
+        T* ys = y + off + i0;
+        if (large) {
+          forward_large_slab<NativeVec<T>, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
+                                                     sums.data());
+        } else if (!forward_chunk_simd<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
+                                                   next_chunk(i0, I, G, s + 1 < end), stream)) {
+          forward_chunk<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps);
+        }
+      }
+    }
+    if (stream) store_fence();
+  });
+}
+
+// Groups of one value: elementwise (forward_ones), in tasks of whole rows.
+template <typename T, bool kCenter>
+void forward_groups_of_one(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+  const int64_t C = g.channels, I = g.inner;
+  at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const int64_t off = o * C * I;
+      if (I == 1) {
+        forward_ones<NativeVec<T>, kCenter>(x + off, y + off, C, w, b, true, mean ? mean + off : nullptr,
+                                            mean ? rstd + off : nullptr, eps);
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t at = off + c * I;
+        forward_ones<NativeVec<T>, kCenter>(x + at, y + at, I, w + c, b + c, false, mean ? mean + at : nullptr,
+                                            mean ? rstd + at : nullptr, eps);
+      }
+    }
+  });
+}
+
+template <typename T, bool kCenter>
+void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+  if (g.numel() == 0) return;
+  if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (large_features_last<T>(g.group)) return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+}
+
+// Per-thread [C] partial sums for dweight and dbias, added up at the end.
+struct ParamGradPartials {
+  ParamGradPartials(int64_t channels, bool wanted)
+      : C(channels), wanted(wanted),
+        sums(wanted ? static_cast<size_t>(2 * channels * at::get_num_threads()) : 0, 0.0) {}
+  double* dweight() { return wanted ? sums.data() + 2 * C * at::get_thread_num() : nullptr; }
+  double* dbias() { return wanted ? dweight() + C : nullptr; }
+  // Adds a task's sums in T (the first `2 * C` values of local: dweight, then
+  // dbias) to this thread's, and clears them.
+  template <typename T>
+  void flush(std::vector<T>& local) {
+    if (!wanted) return;
+    double* p = dweight();
+    for (int64_t c = 0; c < 2 * C; ++c) p[c] += static_cast<double>(local[static_cast<size_t>(c)]);
+    std::fill(local.begin(), local.end(), T(0));
+  }
+  void reduce_into(double* dw, double* db) const {
+    if (dw) std::fill(dw, dw + C, 0.0);
+    if (db) std::fill(db, db + C, 0.0);
+    for (size_t t = 0; t < sums.size(); t += 2 * C) {
+      for (int64_t c = 0; c < C; ++c) {
+        if (dw) dw[c] += sums[t + c];
+        if (db) db[c] += sums[t + C + c];
+      }
+    }
+  }
+  int64_t C;
+  bool wanted;
+  std::vector<double> sums;
+};
+
+// stream: the AVX-512 kernel's dx is written around the cache (see
+// backward_octet_blocks_avx512); the caller fences.
+template <typename T, bool kCenter>
+void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd, const T* w,
+                  T* dx, T* dw, T* db, bool stream) {
+  int64_t k = backward_row_octets<T, kCenter>(dy, x, NG, G, mean, rstd, w, dx, dw, db, stream);
+  k = backward_row_simd<T, kCenter>(k, dy, x, NG, G, mean, rstd, w, dx, dw, db);
   dy += k * G, x += k * G, w += k * G, mean += k, rstd += k;
   if (dx) dx += k * G;
   if (dw) dw += k * G, db += k * G;
@@ -310,69 +516,127 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
   }
 }
 
+// Features last: tasks of whole rows (small groups) or whole groups (large
+// ones); dweight/dbias summed in T over at most kParamGradRows rows, then in
+// double.
 template <typename T, bool kCenter>
-void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
-                   const T* w, T* dx, double* dweight, double* dbias) {
+void backward_features_last(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
+                            T* dx, ParamGradPartials& partials) {
+  const int64_t G = g.group, NG = g.num_groups(), C = g.channels;
+  using V = NativeVec<T>;
+  const bool large = large_features_last<T>(G), mid = mid_size_group<V>(G);
+  // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
+  const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
+  const int64_t flush_every = large ? kParamGradRows * NG : kParamGradRows;
+  const bool stream = kStreams && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
+                      streams_output(dx, C, g.numel(), 64);
+  at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {
+    std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
+    T* dw = partials.wanted ? local.data() : nullptr;
+    T* db = partials.wanted ? local.data() + C : nullptr;
+    int64_t since_flush = 0;
+    for (int64_t u = begin; u < end;) {
+      int64_t done = 1;
+      if (large) {
+        // Instance u (row u / NG, group k = u % NG) starts at u * G.
+        const int64_t k = u % NG, off = u * G;
+        T* const dx_u = dx ? dx + off : nullptr;
+        T* const dw_k = dw ? dw + k * G : nullptr;
+        T* const db_k = db ? db + k * G : nullptr;
+        if (mid && u + kMidBatch <= end && k + kMidBatch <= NG) {
+          backward_mid_groups<V, kCenter, kMidBatch>(dy + off, x + off, G, mean + u, rstd + u, w + k * G, dx_u, dw_k,
+                                                     db_k);
+          done = kMidBatch;
+        } else {
+          const bool more = u + 1 < end;
+          backward_large_group<V, kCenter>(dy + off, x + off, G, mean[u], rstd[u], w + k * G, dx_u, dw_k, db_k,
+                                           more ? x + off + G : nullptr, more ? dy + off + G : nullptr);
+        }
+      } else {
+        backward_row<T, kCenter>(dy + u * C, x + u * C, NG, G, mean + u * NG, rstd + u * NG, w,
+                                 dx ? dx + u * C : nullptr, dw, db, stream);
+      }
+      u += done;
+      since_flush += done;
+      if (since_flush >= flush_every) partials.flush(local), since_flush = 0;
+    }
+    if (stream) store_fence();
+    partials.flush(local);
+  });
+}
+
+template <typename T, bool kCenter>
+void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
+                      ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
-  ParamGradPartials partials(C, dweight != nullptr || dbias != nullptr);
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
+  const bool stream = kStreams && streams_output(dx, I, g.numel());
+  const bool large = large_strided<T>(G);
+  const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
+  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+    double* dw = partials.dweight();
+    double* db = partials.dbias();
+    std::vector<double> sums(large ? static_cast<size_t>(3 * chunk) : 0);
+    std::vector<T> coef(large ? static_cast<size_t>(3 * chunk) : 0);
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t o = s / NG, k = s % NG;
+      const int64_t off = (o * C + k * G) * I;
+      for (int64_t i0 = 0; i0 < I; i0 += chunk) {
+        const int64_t n = std::min(chunk, I - i0);
+        double* dw_k = dw ? dw + k * G : nullptr;
+        double* db_k = db ? db + k * G : nullptr;
+        T* dx_s = dx ? dx + off + i0 : nullptr;
+        const T* dys = dy + off + i0;
+        const T* xs = x + off + i0;
+        const T* mean_s = mean + s * I + i0;
+        const T* rstd_s = rstd + s * I + i0;
+        if (large) {
+          backward_large_slab<NativeVec<T>, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
+                                                      sums.data(), coef.data());
+        } else if (!backward_chunk_simd<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
+                                                    next_chunk(i0, I, G, s + 1 < end), stream)) {
+          backward_chunk<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k);
+        }
+      }
+    }
+    if (stream) store_fence();
+  });
+}
+
+// A centred group of one value normalises to 0 whatever the value (y = bias),
+// so dx and dweight are 0 and dbias sums dy: written out rather than left to
+// the formula, whose gy - mean(gy) a fused multiply-add leaves at a rounding
+// error of gy, which rstd = 1/sqrt(eps) then multiplies.
+template <typename T>
+void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPartials& partials) {
+  const int64_t C = g.channels, I = g.inner;
+  if (dx) std::fill(dx, dx + g.numel(), T(0));
+  if (!partials.wanted) return;
+  at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
+    double* db = partials.dbias();
+    for (int64_t o = begin; o < end; ++o) {
+      const T* dy_o = dy + o * C * I;
+      if (I == 1) {
+        for (int64_t c = 0; c < C; ++c) db[c] += static_cast<double>(dy_o[c]);
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < I; ++i) db[c] += static_cast<double>(dy_o[c * I + i]);
+    }
+  });
+}
+
+template <typename T, bool kCenter>
+void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
+                   double* dweight, double* dbias) {
+  ParamGradPartials partials(g.channels, dweight != nullptr || dbias != nullptr);
   if (g.numel() > 0) {
-    if (I == 1) {
-      const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
-      [[maybe_unused]] const bool stream = std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
-                                           streams_output(dx, C, g.numel(), 64);
-      at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
-        // Rows of one task are summed in T, then added to the double partials.
-        std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
-        T* dw = partials.wanted ? local.data() : nullptr;
-        T* db = partials.wanted ? local.data() + C : nullptr;
-        for (int64_t o = begin; o < end; ++o) {
-          backward_row<T, kCenter>(dy + o * C, x + o * C, NG, G, mean + o * NG, rstd + o * NG, w,
-                                   dx ? dx + o * C : nullptr, dw, db, stream);
-        }
-#if PLN_HAVE_AVX512
-        if (stream) _mm_sfence();  // order the non-temporal stores before the join
-#endif
-        if (partials.wanted) {
-          double* pw = partials.dweight();
-          double* pb = partials.dbias();
-          for (int64_t c = 0; c < C; ++c) pw[c] += dw[c], pb[c] += db[c];
-        }
-      });
+    if (kCenter && g.group == 1) {
+      backward_groups_of_one(g, dy, dx, partials);
+    } else if (g.inner > 1) {
+      backward_strided<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
     } else {
-      const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-      [[maybe_unused]] const bool stream = streams_output(dx, I, g.numel());
-      at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
-        double* dw = partials.dweight();
-        double* db = partials.dbias();
-        for (int64_t s = begin; s < end; ++s) {
-          const int64_t o = s / NG, k = s % NG;
-          const int64_t off = (o * C + k * G) * I;
-          for (int64_t i0 = 0; i0 < I; i0 += kChunk) {
-            const int64_t n = std::min(kChunk, I - i0);
-            double* dw_k = dw ? dw + k * G : nullptr;
-            double* db_k = db ? db + k * G : nullptr;
-            T* dx_s = dx ? dx + off + i0 : nullptr;
-#if PLN_HAVE_AVX2
-            if constexpr (std::is_same_v<T, float>) {
-              const NextChunk next = next_chunk(i0, I, G, s + 1 < end);
-              if (stream) {
-                backward_chunk_avx2<kCenter, true>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
-                                                   rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k, next);
-              } else {
-                backward_chunk_avx2<kCenter, false>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
-                                                    rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k, next);
-              }
-              continue;
-            }
-#endif
-            backward_chunk<T, kCenter>(dy + off + i0, x + off + i0, I, n, G, mean + s * I + i0,
-                                       rstd + s * I + i0, w + k * G, dx_s, dw_k, db_k);
-          }
-        }
-#if PLN_HAVE_AVX2
-        if (stream) _mm_sfence();  // order the non-temporal stores before the join
-#endif
-      });
+      backward_features_last<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
     }
   }
   partials.reduce_into(dweight, dbias);

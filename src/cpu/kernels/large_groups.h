@@ -1,0 +1,433 @@
+#pragma once
+// Large groups (tens to thousands of features): SIMD within one group rather
+// than across groups, written once against the vector vocabulary of
+// kernels/vec.h and instantiated per capability with its NativeVec (the tail
+// of a group past the last whole register takes ScalarVec: the same code).
+//
+// Sums are blocked: each lane of kUnroll float registers adds at most
+// kFlushSteps values, then the registers are widened and added to double
+// lanes, so the error of a sum does not grow with g (a sequential float sum of
+// g values loses digits in proportion to g; ATen's LayerNorm uses a cascade
+// for the same reason). Statistics take two passes over the group, which
+// stays in L1/L2 between them: the mean of the shifted values, then the sum of
+// squares of the centred values themselves, so nothing cancels (a one-pass
+// mean(d^2) - m^2 loses what the shift s = x_0 leaves to cancel, up to a
+// factor 1 + ((x_0 - mean) / std)^2). Formulas: see cpu/kernels.cpp.
+//
+// Part of the fused kernels of src/cpu/kernels.cpp, which alone includes it,
+// inside its per-capability namespace.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "cpu/capability.h"
+#include "cpu/kernels/vec.h"
+
+namespace pln::cpu::PLN_CPU_NS {
+namespace {
+
+// Independent accumulators per sum: enough to cover the latency of an add.
+constexpr int kUnroll = 4;
+// Unrolled steps between widenings to double: each float partial sums at most
+// this many values, so its rounding stays at a few units whatever g is.
+constexpr int kFlushSteps = 8;
+
+// K sums over features [0, n) of one group: terms(W, j, acc) adds the K terms
+// of features j .. j + W::kLanes - 1 into acc[0..K) for a vocabulary type W.
+// Returns the sums in double.
+template <typename V, int K, typename Terms>
+inline void blocked_sums(int64_t n, Terms terms, double (&out)[K]) {
+  using T = typename V::Value;
+  using R = typename V::V;
+  constexpr int L = V::kLanes;
+  static_assert(kUnroll == 4, "the unrolled partials are added in pairs below");
+  typename V::Wide wide[K];
+  for (int k = 0; k < K; ++k) wide[k] = V::wide_zero();
+  int64_t j = 0;
+  while (j + kUnroll * L <= n) {
+    R acc[kUnroll][K];
+    for (int u = 0; u < kUnroll; ++u)
+      for (int k = 0; k < K; ++k) acc[u][k] = V::zero();
+    for (int step = 0; step < kFlushSteps && j + kUnroll * L <= n; ++step, j += kUnroll * L) {
+      for (int u = 0; u < kUnroll; ++u) terms(V(), j + u * L, acc[u]);
+    }
+    for (int k = 0; k < K; ++k) {
+      V::widen_add(wide[k], V::add(V::add(acc[0][k], acc[1][k]), V::add(acc[2][k], acc[3][k])));
+    }
+  }
+  if (j + L <= n) {
+    R acc[K];
+    for (int k = 0; k < K; ++k) acc[k] = V::zero();
+    for (; j + L <= n; j += L) terms(V(), j, acc);
+    for (int k = 0; k < K; ++k) V::widen_add(wide[k], acc[k]);
+  }
+  for (int k = 0; k < K; ++k) out[k] = V::wide_sum(wide[k]);
+  for (; j < n; ++j) {
+    T acc[K] = {};
+    terms(ScalarVec<T>(), j, acc);
+    for (int k = 0; k < K; ++k) out[k] += static_cast<double>(acc[k]);
+  }
+}
+
+// f(W, j) for the features of [0, n): whole registers of V, the rest one at a time.
+template <typename V, typename F>
+inline void for_each_register(int64_t n, F f) {
+  int64_t j = 0;
+  for (; j + V::kLanes <= n; j += V::kLanes) f(V(), j);
+  for (; j < n; ++j) f(ScalarVec<typename V::Value>(), j);
+}
+
+// The forward of one group of G contiguous features (features-last layouts):
+// y from x, weight and bias of the same G features; returns the saved mean and
+// rstd through `mean`/`rstd`. Scalar twin: forward_groups (kernels/features_last.h).
+// next: the group the task takes next (or null), fetched into the cache while
+// this one is written: the passes over a group in L1 leave the memory idle,
+// and the hardware prefetchers stop with the demand stream.
+template <typename V, bool kCenter>
+inline void forward_large_group(const typename V::Value* x, typename V::Value* y, int64_t G,
+                                const typename V::Value* w, const typename V::Value* b,
+                                typename V::Value& mean, typename V::Value& rstd, double eps,
+                                const typename V::Value* next) {
+  using T = typename V::Value;
+  const T s = kCenter ? x[0] : T(0);
+  T m = T(0);
+  if (kCenter) {
+    double sum[1];
+    blocked_sums<V, 1>(G, [&](auto w_, int64_t j, auto* acc) {
+      using W = decltype(w_);
+      acc[0] = W::add(acc[0], W::sub(W::load(x + j), W::set1(s)));
+    }, sum);
+    m = static_cast<T>(sum[0] / static_cast<double>(G));
+  }
+  double sumsq[1];
+  blocked_sums<V, 1>(G, [&](auto w_, int64_t j, auto* acc) {
+    using W = decltype(w_);
+    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
+    acc[0] = W::fmadd(d, d, acc[0]);
+  }, sumsq);
+  const T r = static_cast<T>(1.0 / std::sqrt(sumsq[0] / static_cast<double>(G) + eps));
+  for_each_register<V>(G, [&](auto w_, int64_t j) {
+    using W = decltype(w_);
+    if (next) __builtin_prefetch(next + j);
+    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
+    W::store(y + j, W::fmadd(W::mul(d, W::set1(r)), W::load(w + j), W::load(b + j)));
+  });
+  mean = kCenter ? s + m : T(0);
+  rstd = r;
+}
+
+// The backward of one group of G contiguous features; dw/db (may be null) are
+// partial sums for the same features; next_x/next_dy: the next group's (or
+// null), prefetched as in the forward. Scalar twin: backward_groups.
+//   d = x - mean (saved), b = mean_j(d) (the saved mean's rounding), y = (d - b) * rstd
+//   dx = rstd * (gy - mean_j(gy) - y * mean_j(gy * y)),  gy = dy * w   (PLS: no mean_j(gy), b = 0)
+template <typename V, bool kCenter>
+inline void backward_large_group(const typename V::Value* dy, const typename V::Value* x, int64_t G,
+                                 typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
+                                 typename V::Value* dx, typename V::Value* dw, typename V::Value* db,
+                                 const typename V::Value* next_x, const typename V::Value* next_dy) {
+  using T = typename V::Value;
+  double sums[3];  // sum gy, sum d, sum gy * d
+  blocked_sums<V, 3>(G, [&](auto w_, int64_t j, auto* acc) {
+    using W = decltype(w_);
+    const auto d = W::sub(W::load(x + j), W::set1(mean));
+    const auto gy = W::mul(W::load(dy + j), W::load(w + j));
+    acc[0] = W::add(acc[0], gy);
+    if (kCenter) acc[1] = W::add(acc[1], d);
+    acc[2] = W::fmadd(gy, d, acc[2]);
+  }, sums);
+  const double inv_g = 1.0 / static_cast<double>(G);
+  const double mean_gy = sums[0] * inv_g, mean_d = kCenter ? sums[1] * inv_g : 0.0;
+  const T a = kCenter ? static_cast<T>(mean_gy) : T(0);
+  const T bshift = static_cast<T>(mean_d);
+  const T c = static_cast<T>(rstd * (sums[2] * inv_g - mean_d * mean_gy));
+  for_each_register<V>(G, [&](auto w_, int64_t j) {
+    using W = decltype(w_);
+    if (next_x) __builtin_prefetch(next_x + j), __builtin_prefetch(next_dy + j);
+    const auto dyv = W::load(dy + j);
+    const auto yv = W::mul(W::sub(W::sub(W::load(x + j), W::set1(mean)), W::set1(bshift)), W::set1(rstd));
+    if (dx) {
+      const auto gy_a = W::sub(W::mul(dyv, W::load(w + j)), W::set1(a));
+      W::store(dx + j, W::mul(W::set1(rstd), W::sub(gy_a, W::mul(yv, W::set1(c)))));
+    }
+    if (dw) {
+      W::store(dw + j, W::fmadd(dyv, yv, W::load(dw + j)));
+      W::store(db + j, W::add(dyv, W::load(db + j)));
+    }
+  });
+}
+
+// ------------------------------------------------------- groups of one ---
+// g = 1: every value its own group, y = d * rstd * w + b with d = x - x (PLN:
+// 0, or NaN where x is not finite, as the formula gives) or x (PLS), and
+// rstd = 1 / sqrt(d^2 + eps): elementwise, so vectorised along the positions
+// of one feature (n values a stride of 1 apart, one weight) or along the
+// features of one position (weights per value).
+
+template <typename V, bool kCenter>
+inline void forward_ones(const typename V::Value* x, typename V::Value* y, int64_t n,
+                         const typename V::Value* w, const typename V::Value* b, bool per_value_weights,
+                         typename V::Value* mean, typename V::Value* rstd, double eps) {
+  using T = typename V::Value;
+  for_each_register<V>(n, [&](auto w_, int64_t j) {
+    using W = decltype(w_);
+    const auto v = W::load(x + j);
+    const auto d = kCenter ? W::sub(v, v) : v;
+    const auto r = W::div(W::set1(T(1)), W::sqrt(W::fmadd(d, d, W::set1(static_cast<T>(eps)))));
+    const auto wv = per_value_weights ? W::load(w + j) : W::set1(*w);
+    const auto bv = per_value_weights ? W::load(b + j) : W::set1(*b);
+    W::store(y + j, W::fmadd(W::mul(d, r), wv, bv));
+    if (mean) {
+      W::store(mean + j, kCenter ? v : W::zero());
+      W::store(rstd + j, r);
+    }
+  });
+}
+
+// ------------------------------------------------------ mid-size groups ---
+// Groups of up to kMidRegisters registers (32-256 float features with
+// AVX-512) carry too little work each to hide the latency of their
+// reduce-sqrt-divide chain, so kMidBatch consecutive groups of one row go
+// through the passes together. Each lane then sums at most kMidRegisters
+// values, in T, and the lanes are added in pairs (V::sum): the error of a
+// cascade, without widening.
+
+constexpr int kMidBatch = 8;
+constexpr int64_t kMidRegisters = 16;
+
+template <typename V>
+bool mid_size_group(int64_t G) {
+  return G <= kMidRegisters * V::kLanes;
+}
+
+// out[i] = the sum over the features of group i of its terms, for kB groups:
+// term(W, i, j, acc) returns acc plus the terms of features j .. j + W::kLanes - 1.
+template <typename V, int kB, typename Term>
+inline void batch_sums(int64_t G, Term term, typename V::Value (&out)[kB]) {
+  typename V::V acc[kB];
+  for (int i = 0; i < kB; ++i) acc[i] = V::zero();
+  int64_t j = 0;
+  for (; j + V::kLanes <= G; j += V::kLanes)
+    for (int i = 0; i < kB; ++i) acc[i] = term(V(), i, j, acc[i]);
+  for (int i = 0; i < kB; ++i) out[i] = V::sum(acc[i]);
+  for (; j < G; ++j)
+    for (int i = 0; i < kB; ++i) out[i] = term(ScalarVec<typename V::Value>(), i, j, out[i]);
+}
+
+// The forward of kB consecutive groups of G features (group i at x + i * G,
+// its weights at w + i * G), as forward_large_group for each.
+template <typename V, bool kCenter, int kB>
+inline void forward_mid_groups(const typename V::Value* x, typename V::Value* y, int64_t G,
+                               const typename V::Value* w, const typename V::Value* b, typename V::Value* mean,
+                               typename V::Value* rstd, double eps) {
+  using T = typename V::Value;
+  T s[kB], m[kB], sumsq[kB];
+  for (int i = 0; i < kB; ++i) s[i] = kCenter ? x[i * G] : T(0), m[i] = T(0);
+  if (kCenter) {
+    T sum[kB];
+    batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
+      using W = decltype(w_);
+      return W::add(acc, W::sub(W::load(x + i * G + j), W::set1(s[i])));
+    }, sum);
+    for (int i = 0; i < kB; ++i) m[i] = sum[i] / static_cast<T>(G);
+  }
+  batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
+    using W = decltype(w_);
+    const auto v = W::load(x + i * G + j);
+    const auto d = kCenter ? W::sub(W::sub(v, W::set1(s[i])), W::set1(m[i])) : v;
+    return W::fmadd(d, d, acc);
+  }, sumsq);
+  T r[kB];
+  for (int i = 0; i < kB; ++i) r[i] = T(1) / std::sqrt(sumsq[i] / static_cast<T>(G) + static_cast<T>(eps));
+  for (int i = 0; i < kB; ++i) {
+    const int64_t o = i * G;
+    for_each_register<V>(G, [&](auto w_, int64_t j) {
+      using W = decltype(w_);
+      const auto v = W::load(x + o + j);
+      const auto d = kCenter ? W::sub(W::sub(v, W::set1(s[i])), W::set1(m[i])) : v;
+      W::store(y + o + j, W::fmadd(W::mul(d, W::set1(r[i])), W::load(w + o + j), W::load(b + o + j)));
+    });
+    mean[i] = kCenter ? s[i] + m[i] : T(0);
+    rstd[i] = r[i];
+  }
+}
+
+// The backward of kB consecutive groups, as backward_large_group for each.
+template <typename V, bool kCenter, int kB>
+inline void backward_mid_groups(const typename V::Value* dy, const typename V::Value* x, int64_t G,
+                                const typename V::Value* mean, const typename V::Value* rstd,
+                                const typename V::Value* w, typename V::Value* dx, typename V::Value* dw,
+                                typename V::Value* db) {
+  using T = typename V::Value;
+  T sum_gy[kB], sum_d[kB], sum_gyd[kB];
+  batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
+    using W = decltype(w_);
+    return W::add(acc, W::mul(W::load(dy + i * G + j), W::load(w + i * G + j)));
+  }, sum_gy);
+  if (kCenter) {
+    batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
+      using W = decltype(w_);
+      return W::add(acc, W::sub(W::load(x + i * G + j), W::set1(mean[i])));
+    }, sum_d);
+  }
+  batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
+    using W = decltype(w_);
+    const auto d = W::sub(W::load(x + i * G + j), W::set1(mean[i]));
+    return W::fmadd(W::mul(W::load(dy + i * G + j), W::load(w + i * G + j)), d, acc);
+  }, sum_gyd);
+  const T inv_g = T(1) / static_cast<T>(G);
+  for (int i = 0; i < kB; ++i) {
+    const T mean_gy = sum_gy[i] * inv_g, mean_d = kCenter ? sum_d[i] * inv_g : T(0);
+    const T a = kCenter ? mean_gy : T(0);
+    const T c = rstd[i] * (sum_gyd[i] * inv_g - mean_d * mean_gy);
+    const int64_t o = i * G;
+    for_each_register<V>(G, [&](auto w_, int64_t j) {
+      using W = decltype(w_);
+      const auto dyv = W::load(dy + o + j);
+      const auto yv = W::mul(W::sub(W::sub(W::load(x + o + j), W::set1(mean[i])), W::set1(mean_d)),
+                             W::set1(rstd[i]));
+      if (dx) {
+        const auto gy_a = W::sub(W::mul(dyv, W::load(w + o + j)), W::set1(a));
+        W::store(dx + o + j, W::mul(W::set1(rstd[i]), W::sub(gy_a, W::mul(yv, W::set1(c)))));
+      }
+      if (dw) {
+        W::store(dw + o + j, W::fmadd(dyv, yv, W::load(dw + o + j)));
+        W::store(db + o + j, W::add(dyv, W::load(db + o + j)));
+      }
+    });
+  }
+}
+
+// ------------------------------------------------------- inner-strided ---
+// NCHW and NCL with large groups: a group's G rows lie `stride` apart; the
+// kernels run along n contiguous positions with the rows in blocks of
+// kRowBlock, each block's float sums widened into per-position double sums
+// (the blocked sums above, across rows instead of along them).
+
+constexpr int64_t kRowBlock = 16;
+// Positions per slab (a multiple of every register width): the slab's G rows
+// of kSlabPositions values are read three times, so they should stay in L2.
+constexpr int64_t kMaxSlabPositions = 512;
+constexpr int64_t kSlabBytes = int64_t(256) << 10;
+// The most lanes of any vocabulary type (float with AVX-512).
+constexpr int kMaxLanes = 16;
+
+template <typename T>
+inline int64_t slab_positions(int64_t G) {
+  const int64_t fit = kSlabBytes / (G * int64_t(sizeof(T)));
+  return std::clamp<int64_t>(fit / 16 * 16, 16, kMaxSlabPositions);
+}
+
+// out[k][i] = sum over the group's rows j of the k-th term at position i,
+// for positions [0, n), blocked over rows: terms(W, j, i, acc) adds the K
+// terms of row j at positions i .. i + W::kLanes - 1 into acc[0..K).
+template <typename V, int K, typename Terms>
+inline void strided_sums(int64_t n, int64_t G, Terms terms, double* const (&out)[K]) {
+  for (int k = 0; k < K; ++k) std::fill(out[k], out[k] + n, 0.0);
+  for (int64_t j0 = 0; j0 < G; j0 += kRowBlock) {
+    const int64_t j1 = std::min(G, j0 + kRowBlock);
+    for_each_register<V>(n, [&](auto w_, int64_t i) {
+      using W = decltype(w_);
+      typename W::V acc[K];
+      for (int k = 0; k < K; ++k) acc[k] = W::zero();
+      for (int64_t j = j0; j < j1; ++j) terms(w_, j, i, acc);
+      for (int k = 0; k < K; ++k) W::accumulate(out[k] + i, acc[k]);
+    });
+  }
+}
+
+// The forward of n positions of one group (rows j at x + j * stride); mean and
+// rstd get one value per position. scratch: 2 * n doubles.
+template <typename V, bool kCenter>
+inline void forward_large_slab(const typename V::Value* x, typename V::Value* y, int64_t stride, int64_t n,
+                               int64_t G, const typename V::Value* w, const typename V::Value* b,
+                               typename V::Value* mean, typename V::Value* rstd, double eps, double* scratch) {
+  using T = typename V::Value;
+  double* sum = scratch;
+  double* sumsq = scratch + n;
+  // m (the mean of the shifted values) is kept in `mean` until the output is written.
+  if (kCenter) {
+    strided_sums<V, 1>(n, G, [&](auto w_, int64_t j, int64_t i, auto* acc) {
+      using W = decltype(w_);
+      acc[0] = W::add(acc[0], W::sub(W::load(x + j * stride + i), W::load(x + i)));
+    }, {sum});
+    for (int64_t i = 0; i < n; ++i) mean[i] = static_cast<T>(sum[i] / static_cast<double>(G));
+  }
+  strided_sums<V, 1>(n, G, [&](auto w_, int64_t j, int64_t i, auto* acc) {
+    using W = decltype(w_);
+    const auto v = W::load(x + j * stride + i);
+    const auto d = kCenter ? W::sub(W::sub(v, W::load(x + i)), W::load(mean + i)) : v;
+    acc[0] = W::fmadd(d, d, acc[0]);
+  }, {sumsq});
+  for (int64_t i = 0; i < n; ++i) rstd[i] = static_cast<T>(1.0 / std::sqrt(sumsq[i] / static_cast<double>(G) + eps));
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    T* yj = y + j * stride;
+    for_each_register<V>(n, [&](auto w_, int64_t i) {
+      using W = decltype(w_);
+      const auto v = W::load(xj + i);
+      const auto d = kCenter ? W::sub(W::sub(v, W::load(x + i)), W::load(mean + i)) : v;
+      W::store(yj + i, W::fmadd(W::mul(d, W::load(rstd + i)), W::set1(w[j]), W::set1(b[j])));
+    });
+  }
+  for (int64_t i = 0; i < n; ++i) mean[i] = kCenter ? x[i] + mean[i] : T(0);
+}
+
+// The backward of n positions of one group; dw/db: the group's G double sums.
+// scratch: 3 * n doubles and 3 * n values of T.
+template <typename V, bool kCenter>
+inline void backward_large_slab(const typename V::Value* dy, const typename V::Value* x, int64_t stride,
+                                int64_t n, int64_t G, const typename V::Value* mean,
+                                const typename V::Value* rstd, const typename V::Value* w,
+                                typename V::Value* dx, double* dw, double* db, double* scratch,
+                                typename V::Value* coef) {
+  using T = typename V::Value;
+  double* s_gy = scratch;
+  double* s_d = scratch + n;
+  double* s_gyd = scratch + 2 * n;
+  strided_sums<V, 3>(n, G, [&](auto w_, int64_t j, int64_t i, auto* acc) {
+    using W = decltype(w_);
+    const auto d = W::sub(W::load(x + j * stride + i), W::load(mean + i));
+    const auto gy = W::mul(W::load(dy + j * stride + i), W::set1(w[j]));
+    acc[0] = W::add(acc[0], gy);
+    if (kCenter) acc[1] = W::add(acc[1], d);
+    acc[2] = W::fmadd(gy, d, acc[2]);
+  }, {s_gy, s_d, s_gyd});
+  // Per position: a = mean_j(gy) (0 for PLS), bshift = mean_j(d), c = rstd * mean_j(gy * y).
+  T* a = coef;
+  T* bshift = coef + n;
+  T* c = coef + 2 * n;
+  const double inv_g = 1.0 / static_cast<double>(G);
+  for (int64_t i = 0; i < n; ++i) {
+    const double mean_gy = s_gy[i] * inv_g, mean_d = kCenter ? s_d[i] * inv_g : 0.0;
+    a[i] = kCenter ? static_cast<T>(mean_gy) : T(0);
+    bshift[i] = static_cast<T>(mean_d);
+    c[i] = static_cast<T>(rstd[i] * (s_gyd[i] * inv_g - mean_d * mean_gy));
+  }
+  for (int64_t j = 0; j < G; ++j) {
+    const T* xj = x + j * stride;
+    const T* dyj = dy + j * stride;
+    T* dxj = dx ? dx + j * stride : nullptr;
+    double wide_dyy[kMaxLanes] = {}, wide_dy[kMaxLanes] = {};
+    for_each_register<V>(n, [&](auto w_, int64_t i) {
+      using W = decltype(w_);
+      const auto dyv = W::load(dyj + i);
+      const auto r = W::load(rstd + i);
+      const auto yv = W::mul(W::sub(W::sub(W::load(xj + i), W::load(mean + i)), W::load(bshift + i)), r);
+      if (dxj) {
+        const auto gy_a = W::sub(W::mul(dyv, W::set1(w[j])), W::load(a + i));
+        W::store(dxj + i, W::mul(r, W::sub(gy_a, W::mul(yv, W::load(c + i)))));
+      }
+      // One term per position into a double lane: exact enough whatever n.
+      W::accumulate(wide_dyy, W::mul(dyv, yv));
+      W::accumulate(wide_dy, dyv);
+    });
+    if (dw) {
+      for (int l = 0; l < kMaxLanes; ++l) dw[j] += wide_dyy[l], db[j] += wide_dy[l];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pln::cpu::PLN_CPU_NS

@@ -1,0 +1,196 @@
+#pragma once
+// The vector vocabulary of the kernels written once for every capability
+// (kernels/large_groups.h): one register of T as a type with static
+// operations, in the manner of ATen's vec::Vectorized. ScalarVec<T> is one
+// lane and compiles everywhere; Avx2Vec<T> and Avx512Vec<T> exist in the
+// compilations that target them, and NativeVec<T> names the widest this
+// compilation has (the kernels are instantiated once per capability, see
+// cpu/capability.h). Every type offers the same names:
+//
+//   kLanes                      values in one register
+//   load(p) / store(p, v)       unaligned
+//   set1(s), zero()
+//   add, sub, mul, div, sqrt, fmadd(a, b, c) = a * b + c
+//   sum(v)                      the lanes' total, added in pairs
+//   accumulate(double* lanes, v): lanes[l] += v[l], widened to double (the
+//                               blocked sums across rows, see large_groups.h)
+//   Wide, wide_zero(), widen_add(acc, v), wide_sum(acc): a double register
+//                               that sums v's lanes in pairs, and its total
+//                               (the blocked sums along a group)
+//
+// Part of the fused kernels of src/cpu/kernels.cpp, which alone includes it,
+// inside its per-capability namespace.
+
+#include <cmath>
+
+#include "cpu/capability.h"
+
+namespace pln::cpu::PLN_CPU_NS {
+namespace {
+
+template <typename T>
+struct ScalarVec {
+  using Value = T;
+  using V = T;
+  static constexpr int kLanes = 1;
+  static V load(const T* p) { return *p; }
+  static void store(T* p, V v) { *p = v; }
+  static V set1(T s) { return s; }
+  static V zero() { return T(0); }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V div(V a, V b) { return a / b; }
+  static V sqrt(V a) { return std::sqrt(a); }
+  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static T sum(V v) { return v; }
+  static void accumulate(double* lanes, V v) { lanes[0] += static_cast<double>(v); }
+  using Wide = double;
+  static Wide wide_zero() { return 0.0; }
+  static void widen_add(Wide& acc, V v) { acc += static_cast<double>(v); }
+  static double wide_sum(Wide acc) { return acc; }
+};
+
+#if PLN_HAVE_AVX2
+// The sum of the four lanes, pairwise.
+inline double avx2_sum(__m256d v) {
+  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
+}
+
+template <typename T>
+struct Avx2Vec;
+
+template <>
+struct Avx2Vec<float> {
+  using Value = float;
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float s) { return _mm256_set1_ps(s); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(V v) {
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+  }
+  static void accumulate(double* lanes, V v) {
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_loadu_pd(lanes), lo));
+    _mm256_storeu_pd(lanes + 4, _mm256_add_pd(_mm256_loadu_pd(lanes + 4), hi));
+  }
+  using Wide = __m256d;  // lanes l and l + 4 added when widened
+  static Wide wide_zero() { return _mm256_setzero_pd(); }
+  static void widen_add(Wide& acc, V v) {
+    acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                                           _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+  }
+  static double wide_sum(Wide acc) { return avx2_sum(acc); }
+};
+
+template <>
+struct Avx2Vec<double> {
+  using Value = double;
+  using V = __m256d;
+  static constexpr int kLanes = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(double s) { return _mm256_set1_pd(s); }
+  static V zero() { return _mm256_setzero_pd(); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static double sum(V v) { return avx2_sum(v); }
+  static void accumulate(double* lanes, V v) { _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_loadu_pd(lanes), v)); }
+  using Wide = __m256d;
+  static Wide wide_zero() { return _mm256_setzero_pd(); }
+  static void widen_add(Wide& acc, V v) { acc = _mm256_add_pd(acc, v); }
+  static double wide_sum(Wide acc) { return avx2_sum(acc); }
+};
+#endif  // PLN_HAVE_AVX2
+
+#if PLN_HAVE_AVX512
+template <typename T>
+struct Avx512Vec;
+
+template <>
+struct Avx512Vec<float> {
+  using Value = float;
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float s) { return _mm512_set1_ps(s); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(V v) { return _mm512_reduce_add_ps(v); }
+  static void accumulate(double* lanes, V v) {
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    _mm512_storeu_pd(lanes, _mm512_add_pd(_mm512_loadu_pd(lanes), lo));
+    _mm512_storeu_pd(lanes + 8, _mm512_add_pd(_mm512_loadu_pd(lanes + 8), hi));
+  }
+  using Wide = __m512d;  // lanes l and l + 8 added when widened
+  static Wide wide_zero() { return _mm512_setzero_pd(); }
+  static void widen_add(Wide& acc, V v) {
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    acc = _mm512_add_pd(acc, _mm512_add_pd(lo, hi));
+  }
+  static double wide_sum(Wide acc) { return _mm512_reduce_add_pd(acc); }
+};
+
+template <>
+struct Avx512Vec<double> {
+  using Value = double;
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(double s) { return _mm512_set1_pd(s); }
+  static V zero() { return _mm512_setzero_pd(); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V div(V a, V b) { return _mm512_div_pd(a, b); }
+  static V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static double sum(V v) { return _mm512_reduce_add_pd(v); }
+  static void accumulate(double* lanes, V v) { _mm512_storeu_pd(lanes, _mm512_add_pd(_mm512_loadu_pd(lanes), v)); }
+  using Wide = __m512d;
+  static Wide wide_zero() { return _mm512_setzero_pd(); }
+  static void widen_add(Wide& acc, V v) { acc = _mm512_add_pd(acc, v); }
+  static double wide_sum(Wide acc) { return _mm512_reduce_add_pd(acc); }
+};
+#endif  // PLN_HAVE_AVX512
+
+// The widest vector type of this compilation.
+#if PLN_HAVE_AVX512
+template <typename T>
+using NativeVec = Avx512Vec<T>;
+#elif PLN_HAVE_AVX2
+template <typename T>
+using NativeVec = Avx2Vec<T>;
+#else
+template <typename T>
+using NativeVec = ScalarVec<T>;
+#endif
+
+}  // namespace
+}  // namespace pln::cpu::PLN_CPU_NS
