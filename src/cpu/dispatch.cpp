@@ -23,17 +23,20 @@ std::optional<std::string> environment_setting(const char* name) {
   return std::string(value);
 }
 
-Capability best_supported() {
 #if PLN_X86_KERNELS
+Capability best_supported() {
   // __builtin_cpu_supports also checks that the OS saves the vector state.
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   if (avx2 && avx512) return Capability::kAvx512;
   if (avx2) return Capability::kAvx2;
-#endif
   return Capability::kBase;
 }
+#else
+// Another architecture: the portable kernels.
+Capability best_supported() { return Capability::kBase; }
+#endif
 
 // The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
 // (how the tests run the AVX2 and portable kernels on a machine that has
@@ -67,6 +70,8 @@ unsigned amd_family() {
   const unsigned base = (eax >> 8) & 0xF;
   return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
 }
+#else
+unsigned amd_family() { return 0; }
 #endif
 
 }  // namespace
@@ -82,11 +87,7 @@ bool streams_octet_backward() {
                   *wanted, "'");
       return *wanted == "1";
     }
-#if PLN_X86_KERNELS
     return amd_family() == 0x1A;
-#else
-    return false;
-#endif
   }();
   return on;
 }

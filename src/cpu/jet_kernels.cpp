@@ -313,25 +313,42 @@ inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const P
   io.store(ga, dx + at.offset);
 }
 
-// Runs `scalar(offset)` on every group of rows [begin, end), or
-// `lanes(offset, io)` on eight or four groups at a time where a vector path
-// applies, io being their LaneIO8 or LaneIO.
+// Runs `lanes(offset, io)` on eight or four groups at a time from `start`
+// while whole blocks fit before `stop`, where this capability has a vector
+// path for them (double groups of a multiple of 4), io being their LaneIO8 or
+// LaneIO; returns where the scalar loop takes over.
+#if PLN_HAVE_AVX512
+template <int64_t G, typename T, typename Vectors>
+int64_t vector_groups(int64_t start, int64_t stop, Vectors& lanes) {
+  if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
+    for (; start + 8 * G <= stop; start += 8 * G) lanes(start, LaneIO8<G>{});
+    for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
+  }
+  return start;
+}
+#elif PLN_HAVE_AVX2
+template <int64_t G, typename T, typename Vectors>
+int64_t vector_groups(int64_t start, int64_t stop, Vectors& lanes) {
+  if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
+    for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
+  }
+  return start;
+}
+#else
+template <int64_t G, typename T, typename Vectors>
+int64_t vector_groups(int64_t start, int64_t, Vectors&) {
+  return start;
+}
+#endif
+
+// Runs `scalar(offset)` on every group of rows [begin, end), or the vector
+// path's `lanes` where vector_groups applies.
 template <int64_t G, typename T, typename Vectors, typename Scalar>
-void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, [[maybe_unused]] Vectors&& lanes,
-                Scalar&& scalar) {
+void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, Vectors&& lanes, Scalar&& scalar) {
   const int64_t g = Size<G>::get(geo.group), C = geo.channels;
   for (int64_t row = begin; row < end; ++row) {
-    int64_t start = row * C;
-    const int64_t stop = start + C;
-#if PLN_HAVE_AVX2
-    if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-#if PLN_HAVE_AVX512
-      for (; start + 8 * G <= stop; start += 8 * G) lanes(start, LaneIO8<G>{});
-#endif
-      for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
-    }
-#endif
-    for (; start < stop; start += g) scalar(start);
+    const int64_t stop = row * C + C;
+    for (int64_t start = vector_groups<G, T>(row * C, stop, lanes); start < stop; start += g) scalar(start);
   }
 }
 
