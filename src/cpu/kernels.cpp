@@ -382,6 +382,7 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
   const int64_t grain = std::max<int64_t>(1, kGrainElements / G);
   using V = NativeVec<T>;
   const bool mid = mid_size_group<V>(G);
+  const bool stream = kStreams && streams_output(y, G, g.numel(), int64_t(sizeof(T)) * V::kLanes);
   at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     // Instance s (row s / NG, group k = s % NG) starts at x + s * G.
     for (int64_t s = begin; s < end;) {
@@ -390,16 +391,18 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
         T scratch[2 * kMidBatch];
         forward_mid_groups<V, kCenter, kMidBatch>(x + s * G, y + s * G, G, w + k * G, b + k * G,
                                                   mean ? mean + s : scratch, mean ? rstd + s : scratch + kMidBatch,
-                                                  eps);
+                                                  eps, s + kMidBatch < end ? x + (s + kMidBatch) * G : nullptr,
+                                                  stream);
         s += kMidBatch;
         continue;
       }
       T m, r;
       const T* next = s + 1 < end ? x + (s + 1) * G : nullptr;
-      forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next);
+      forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next, stream);
       if (mean) mean[s] = m, rstd[s] = r;
       ++s;
     }
+    if (stream) store_fence();
   });
 }
 
@@ -544,8 +547,10 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
         T* const dw_k = dw ? dw + k * G : nullptr;
         T* const db_k = db ? db + k * G : nullptr;
         if (mid && u + kMidBatch <= end && k + kMidBatch <= NG) {
+          const bool more = u + kMidBatch < end;
           backward_mid_groups<V, kCenter, kMidBatch>(dy + off, x + off, G, mean + u, rstd + u, w + k * G, dx_u, dw_k,
-                                                     db_k);
+                                                     db_k, more ? x + off + kMidBatch * G : nullptr,
+                                                     more ? dy + off + kMidBatch * G : nullptr);
           done = kMidBatch;
         } else {
           const bool more = u + 1 < end;

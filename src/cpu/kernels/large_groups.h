@@ -83,12 +83,14 @@ inline void for_each_register(int64_t n, F f) {
 // rstd through `mean`/`rstd`. Scalar twin: forward_groups (kernels/features_last.h).
 // next: the group the task takes next (or null), fetched into the cache while
 // this one is written: the passes over a group in L1 leave the memory idle,
-// and the hardware prefetchers stop with the demand stream.
+// and the hardware prefetchers stop with the demand stream. stream: y is
+// written around the cache (every group's start aligned to the register size
+// and the output too large to stay in cache; see kernels/streaming.h).
 template <typename V, bool kCenter>
 inline void forward_large_group(const typename V::Value* x, typename V::Value* y, int64_t G,
                                 const typename V::Value* w, const typename V::Value* b,
                                 typename V::Value& mean, typename V::Value& rstd, double eps,
-                                const typename V::Value* next) {
+                                const typename V::Value* next, bool stream) {
   using T = typename V::Value;
   const T s = kCenter ? x[0] : T(0);
   T m = T(0);
@@ -111,7 +113,8 @@ inline void forward_large_group(const typename V::Value* x, typename V::Value* y
     using W = decltype(w_);
     if (next) __builtin_prefetch(next + j);
     const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
-    W::store(y + j, W::fmadd(W::mul(d, W::set1(r)), W::load(w + j), W::load(b + j)));
+    const auto out = W::fmadd(W::mul(d, W::set1(r)), W::load(w + j), W::load(b + j));
+    stream ? W::stream(y + j, out) : W::store(y + j, out);
   });
   mean = kCenter ? s + m : T(0);
   rstd = r;
@@ -216,11 +219,13 @@ inline void batch_sums(int64_t G, Term term, typename V::Value (&out)[kB]) {
 }
 
 // The forward of kB consecutive groups of G features (group i at x + i * G,
-// its weights at w + i * G), as forward_large_group for each.
+// its weights at w + i * G), as forward_large_group for each; next: the
+// task's next kB groups (or null), prefetched as there.
 template <typename V, bool kCenter, int kB>
 inline void forward_mid_groups(const typename V::Value* x, typename V::Value* y, int64_t G,
                                const typename V::Value* w, const typename V::Value* b, typename V::Value* mean,
-                               typename V::Value* rstd, double eps) {
+                               typename V::Value* rstd, double eps, const typename V::Value* next,
+                               bool stream) {
   using T = typename V::Value;
   T s[kB], m[kB], sumsq[kB];
   for (int i = 0; i < kB; ++i) s[i] = kCenter ? x[i * G] : T(0), m[i] = T(0);
@@ -244,9 +249,11 @@ inline void forward_mid_groups(const typename V::Value* x, typename V::Value* y,
     const int64_t o = i * G;
     for_each_register<V>(G, [&](auto w_, int64_t j) {
       using W = decltype(w_);
+      if (next) __builtin_prefetch(next + o + j);
       const auto v = W::load(x + o + j);
       const auto d = kCenter ? W::sub(W::sub(v, W::set1(s[i])), W::set1(m[i])) : v;
-      W::store(y + o + j, W::fmadd(W::mul(d, W::set1(r[i])), W::load(w + o + j), W::load(b + o + j)));
+      const auto out = W::fmadd(W::mul(d, W::set1(r[i])), W::load(w + o + j), W::load(b + o + j));
+      stream ? W::stream(y + o + j, out) : W::store(y + o + j, out);
     });
     mean[i] = kCenter ? s[i] + m[i] : T(0);
     rstd[i] = r[i];
@@ -258,7 +265,8 @@ template <typename V, bool kCenter, int kB>
 inline void backward_mid_groups(const typename V::Value* dy, const typename V::Value* x, int64_t G,
                                 const typename V::Value* mean, const typename V::Value* rstd,
                                 const typename V::Value* w, typename V::Value* dx, typename V::Value* dw,
-                                typename V::Value* db) {
+                                typename V::Value* db, const typename V::Value* next_x,
+                                const typename V::Value* next_dy) {
   using T = typename V::Value;
   T sum_gy[kB], sum_d[kB], sum_gyd[kB];
   batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
@@ -284,6 +292,7 @@ inline void backward_mid_groups(const typename V::Value* dy, const typename V::V
     const int64_t o = i * G;
     for_each_register<V>(G, [&](auto w_, int64_t j) {
       using W = decltype(w_);
+      if (next_x) __builtin_prefetch(next_x + o + j), __builtin_prefetch(next_dy + o + j);
       const auto dyv = W::load(dy + o + j);
       const auto yv = W::mul(W::sub(W::sub(W::load(x + o + j), W::set1(mean[i])), W::set1(mean_d)),
                              W::set1(rstd[i]));
@@ -320,20 +329,32 @@ inline int64_t slab_positions(int64_t G) {
 }
 
 // out[k][i] = sum over the group's rows j of the k-th term at position i,
-// for positions [0, n), blocked over rows: terms(W, j, i, acc) adds the K
-// terms of row j at positions i .. i + W::kLanes - 1 into acc[0..K).
+// for positions [0, n), n <= kMaxSlabPositions: terms(W, j, i, acc) adds the
+// K terms of row j at positions i .. i + W::kLanes - 1 into acc[0..K). Rows
+// are read one after another (each a contiguous run), their terms added to
+// per-position sums in T, which are widened into `out` every kRowBlock rows.
 template <typename V, int K, typename Terms>
 inline void strided_sums(int64_t n, int64_t G, Terms terms, double* const (&out)[K]) {
+  using T = typename V::Value;
+  alignas(64) T part[K][kMaxSlabPositions];
   for (int k = 0; k < K; ++k) std::fill(out[k], out[k] + n, 0.0);
   for (int64_t j0 = 0; j0 < G; j0 += kRowBlock) {
     const int64_t j1 = std::min(G, j0 + kRowBlock);
-    for_each_register<V>(n, [&](auto w_, int64_t i) {
-      using W = decltype(w_);
-      typename W::V acc[K];
-      for (int k = 0; k < K; ++k) acc[k] = W::zero();
-      for (int64_t j = j0; j < j1; ++j) terms(w_, j, i, acc);
-      for (int k = 0; k < K; ++k) W::accumulate(out[k] + i, acc[k]);
-    });
+    for (int64_t j = j0; j < j1; ++j) {
+      for_each_register<V>(n, [&](auto w_, int64_t i) {
+        using W = decltype(w_);
+        typename W::V acc[K];
+        for (int k = 0; k < K; ++k) acc[k] = j == j0 ? W::zero() : W::load(part[k] + i);
+        terms(w_, j, i, acc);
+        for (int k = 0; k < K; ++k) W::store(part[k] + i, acc[k]);
+      });
+    }
+    for (int k = 0; k < K; ++k) {
+      for_each_register<V>(n, [&](auto w_, int64_t i) {
+        using W = decltype(w_);
+        W::accumulate(out[k] + i, W::load(part[k] + i));
+      });
+    }
   }
 }
 

@@ -9,6 +9,8 @@
 //
 //   kLanes                      values in one register
 //   load(p) / store(p, v)       unaligned
+//   stream(p, v)                a store around the cache, p aligned to the
+//                               register's size (a plain store for ScalarVec)
 //   set1(s), zero()
 //   add, sub, mul, div, sqrt, fmadd(a, b, c) = a * b + c
 //   sum(v)                      the lanes' total, added in pairs
@@ -35,6 +37,7 @@ struct ScalarVec {
   static constexpr int kLanes = 1;
   static V load(const T* p) { return *p; }
   static void store(T* p, V v) { *p = v; }
+  static void stream(T* p, V v) { *p = v; }
   static V set1(T s) { return s; }
   static V zero() { return T(0); }
   static V add(V a, V b) { return a + b; }
@@ -68,6 +71,7 @@ struct Avx2Vec<float> {
   static constexpr int kLanes = 8;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
   static V set1(float s) { return _mm256_set1_ps(s); }
   static V zero() { return _mm256_setzero_ps(); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
@@ -103,6 +107,7 @@ struct Avx2Vec<double> {
   static constexpr int kLanes = 4;
   static V load(const double* p) { return _mm256_loadu_pd(p); }
   static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
   static V set1(double s) { return _mm256_set1_pd(s); }
   static V zero() { return _mm256_setzero_pd(); }
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
@@ -131,6 +136,7 @@ struct Avx512Vec<float> {
   static constexpr int kLanes = 16;
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm512_stream_ps(p, v); }
   static V set1(float s) { return _mm512_set1_ps(s); }
   static V zero() { return _mm512_setzero_ps(); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
@@ -163,6 +169,7 @@ struct Avx512Vec<double> {
   static constexpr int kLanes = 8;
   static V load(const double* p) { return _mm512_loadu_pd(p); }
   static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static void stream(double* p, V v) { _mm512_stream_pd(p, v); }
   static V set1(double s) { return _mm512_set1_pd(s); }
   static V zero() { return _mm512_setzero_pd(); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
