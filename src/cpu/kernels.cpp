@@ -520,8 +520,8 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
 }
 
 // Features last: tasks of whole rows (small groups) or whole groups (large
-// ones); dweight/dbias summed in T over at most kParamGradRows rows, then in
-// double.
+// ones); dweight/dbias summed in T over at most kParamGradRows rows (large
+// groups) or a task's rows (small ones), then in double.
 template <typename T, bool kCenter>
 void backward_features_last(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
                             T* dx, ParamGradPartials& partials) {
@@ -530,7 +530,9 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
   const bool large = large_features_last<T>(G), mid = mid_size_group<V>(G);
   // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
   const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
-  const int64_t flush_every = large ? kParamGradRows * NG : kParamGradRows;
+  // Small groups add a task's rows up in T before the double sums, as they
+  // always have: the shipped records' runs are reproduced bit for bit.
+  const int64_t flush_every = large ? kParamGradRows * NG : units;
   const bool stream = kStreams && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
                       streams_output(dx, C, g.numel(), 64);
   at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {

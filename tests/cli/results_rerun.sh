@@ -3,7 +3,10 @@
 # of results/fourier-paper (the cheapest PLN(4), LN and ReLU cells, and the
 # cheapest PLN(8) cell of 16 or more groups, which the AVX-512 kernels for
 # groups of 8 take forward and backward), with
-# the threads the grid ran with. Skipped (exit 77), saying why, on a machine or
+# the threads the grid ran with. LN (one group of all the layer's features)
+# runs on the large-group kernels, which since commit 5fe6a8d sum in blocks
+# widened to double where the records' run summed in sequence: its metrics
+# must agree to 1e-5 relative, not to the bit. Skipped (exit 77), saying why, on a machine or
 # build whose kernels or BLAS differ from the ones that made the records.
 set -euo pipefail
 pln="$1"
@@ -49,9 +52,12 @@ PY
 import csv, json, sys
 row = next(r for r in csv.DictReader(open(sys.argv[1])) if r["cell"] == sys.argv[2])
 summary = json.load(open(sys.argv[3]))
+close = row["model"] == "LN"
 for metric in ("rel_l2", "max_err", "final_loss"):
-    if float(row[metric]) != summary[metric]:
-        sys.exit(f"{sys.argv[2]}: {metric} is {summary[metric]!r} now, {row[metric]} in the records")
-print(f"{sys.argv[2]}: rel_l2, max_err and final_loss equal the records bit for bit")
+    recorded, now = float(row[metric]), summary[metric]
+    if now != recorded and not (close and abs(now - recorded) <= 1e-5 * abs(recorded)):
+        sys.exit(f"{sys.argv[2]}: {metric} is {now!r} now, {row[metric]} in the records")
+print(f"{sys.argv[2]}: rel_l2, max_err and final_loss equal the records "
+      + ("to 1e-5 relative" if close else "bit for bit"))
 PY
 done
