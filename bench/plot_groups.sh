@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # docs/performance.md's group-size figure from the CSV of `pln_bench_groups
 # --csv FILE`: time over a copy of the input against g, one line per layout
-# and width, forward (top) and forward+backward (bottom), out of cache (the
-# memory floor is what is compared), at the thread count given. Text by
-# default, for the doc (`pln_bench_groups_figure` checks the doc's copy);
+# and width (points: the rows of one layout and width are interleaved with
+# others', which breaks lines), forward (top) and forward+backward (bottom),
+# out of cache (the memory floor is what is compared), at the thread count given. Text by
+# default, for the doc (`bench_groups_figure_in_docs` checks the doc's copy);
 # `--png FILE` draws the same as an image.
 #
 #   bench/plot_groups.sh CSV [--threads N] [--png FILE]
@@ -28,7 +29,7 @@ case "$threads" in ''|*[!0-9]*) echo "plot_groups.sh: --threads takes a whole nu
 if [ -n "$png" ]; then
   terminal="set terminal pngcairo size 900,900; set output '$png'"
 else
-  terminal="set terminal dumb size 100,60 ascii"
+  terminal="set terminal dumb size 100,60"
 fi
 # Every label is written here; the CSV gives only numbers (selected by its
 # layout, width, cache and thread columns).
@@ -41,15 +42,17 @@ set key top left
 set xlabel 'features per group g'
 set multiplot layout 2,1
 pick(layout, width) = (strcol(1) eq layout && \$2 == width && strcol(5) eq 'out' && \$6 == $threads)
+set title 'forward, out of cache, $threads thread(s): time / a copy of the input'
 set ylabel 'forward / copy'
-plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$7 / \$9) with linespoints title 'NC, C = 768', \
-     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$7 / \$9) with linespoints title 'NC, C = 4096', \
-     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$7 / \$9) with linespoints title 'NC, C = 5120', \
-     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$7 / \$9) with linespoints title 'NCHW, C = 768'
+plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 768', \
+     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 4096', \
+     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 5120', \
+     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$7 / \$9) with points title 'NCHW, C = 768'
+set title 'forward+backward, out of cache, $threads thread(s): time / a copy of the input'
 set ylabel 'forward+backward / copy'
-plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$10 / \$9) with linespoints title 'NC, C = 768', \
-     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$10 / \$9) with linespoints title 'NC, C = 4096', \
-     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$10 / \$9) with linespoints title 'NC, C = 5120', \
-     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$10 / \$9) with linespoints title 'NCHW, C = 768'
+plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 768', \
+     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 4096', \
+     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 5120', \
+     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$10 / \$9) with points title 'NCHW, C = 768'
 unset multiplot
 GP
