@@ -17,7 +17,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
-#include <fmt/os.h>
 
 #include "timing.h"
 
@@ -26,8 +25,8 @@
 #endif
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,10 +95,14 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "one layout: nc or nchw")->check(CLI::IsMember({"nc", "nchw"}));
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
-  std::optional<fmt::ostream> csv;
+  std::ofstream csv;
   if (!csv_path.empty()) {
-    csv.emplace(fmt::output_file(csv_path));
-    csv->print("layout,width,g,rows,cache,threads,pln_fwd_ms,ln_fwd_ms,copy_ms,pln_fwdbwd_ms,ln_fwdbwd_ms\n");
+    csv.open(csv_path);
+    if (!csv) {
+      fmt::print(stderr, "pln_bench_groups: cannot write '{}'\n", csv_path);
+      return 2;
+    }
+    csv << "layout,width,g,rows,cache,threads,pln_fwd_ms,ln_fwd_ms,copy_ms,pln_fwdbwd_ms,ln_fwdbwd_ms\n";
   }
   fmt::print("pln_bench_groups: LibTorch {}, kernels: {}, float32, affine, min of >= {} runs\n", TORCH_VERSION,
              pln::cpu_kernels(), reps);
@@ -150,9 +153,10 @@ int main(int argc, char** argv) {
                  "{:>6.2f} | {:>6.2f} {:>6.2f}\n",
                  c.layout, c.width, c.g, c.rows, c.cache, t, ms[0], ms[1], ms[2], ms[3], ms[4], ms[0] / ms[2],
                  ms[0] / ms[1], ms[3] / ms[2], ms[3] / ms[4]);
-      if (csv) {
-        csv->print("{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f}\n", c.layout, c.width, c.g, c.rows, c.cache,
-                   t, ms[0], ms[1], ms[2], ms[3], ms[4]);
+      if (csv.is_open()) {
+        csv << fmt::format("{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f}\n", c.layout, c.width, c.g, c.rows,
+                           c.cache, t, ms[0], ms[1], ms[2], ms[3], ms[4])
+            << std::flush;
       }
     }
   }
