@@ -315,6 +315,7 @@ inline void backward_mid_groups(const typename V::Value* dy, const typename V::V
 // (the blocked sums above, across rows instead of along them).
 
 constexpr int64_t kRowBlock = 16;
+constexpr int64_t kRowsInStep = 4;
 // Positions per slab (a multiple of every register width): the slab's G rows
 // of kSlabPositions values are read three times, so they should stay in L2.
 constexpr int64_t kMaxSlabPositions = 512;
@@ -340,12 +341,15 @@ inline void strided_sums(int64_t n, int64_t G, Terms terms, double* const (&out)
   for (int k = 0; k < K; ++k) std::fill(out[k], out[k] + n, 0.0);
   for (int64_t j0 = 0; j0 < G; j0 += kRowBlock) {
     const int64_t j1 = std::min(G, j0 + kRowBlock);
-    for (int64_t j = j0; j < j1; ++j) {
+    // kRowsInStep rows a step, so that the partial sums are loaded and stored
+    // once per step rather than once per row.
+    for (int64_t j = j0; j < j1; j += kRowsInStep) {
+      const int64_t rows = std::min<int64_t>(kRowsInStep, j1 - j);
       for_each_register<V>(n, [&](auto w_, int64_t i) {
         using W = decltype(w_);
         typename W::V acc[K];
         for (int k = 0; k < K; ++k) acc[k] = j == j0 ? W::zero() : W::load(part[k] + i);
-        terms(w_, j, i, acc);
+        for (int64_t r = 0; r < rows; ++r) terms(w_, j + r, i, acc);
         for (int k = 0; k < K; ++k) W::store(part[k] + i, acc[k]);
       });
     }
@@ -430,8 +434,11 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     const T* xj = x + j * stride;
     const T* dyj = dy + j * stride;
     T* dxj = dx ? dx + j * stride : nullptr;
-    double wide_dyy[kMaxLanes] = {}, wide_dy[kMaxLanes] = {};
-    for_each_register<V>(n, [&](auto w_, int64_t i) {
+    // Row j's terms of dweight and dbias, in registers along the row (each
+    // lane adds at most kMaxSlabPositions / kLanes values), widened once.
+    typename V::V sum_dyy = V::zero(), sum_dy = V::zero();
+    T tail_dyy = T(0), tail_dy = T(0);
+    const auto position = [&](auto w_, int64_t i, auto& acc_dyy, auto& acc_dy) {
       using W = decltype(w_);
       const auto dyv = W::load(dyj + i);
       const auto r = W::load(rstd + i);
@@ -440,12 +447,18 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
         const auto gy_a = W::sub(W::mul(dyv, W::set1(w[j])), W::load(a + i));
         W::store(dxj + i, W::mul(r, W::sub(gy_a, W::mul(yv, W::load(c + i)))));
       }
-      // One term per position into a double lane: exact enough whatever n.
-      W::accumulate(wide_dyy, W::mul(dyv, yv));
-      W::accumulate(wide_dy, dyv);
-    });
+      acc_dyy = W::fmadd(dyv, yv, acc_dyy);
+      acc_dy = W::add(acc_dy, dyv);
+    };
+    int64_t i = 0;
+    for (; i + V::kLanes <= n; i += V::kLanes) position(V(), i, sum_dyy, sum_dy);
+    for (; i < n; ++i) position(ScalarVec<T>(), i, tail_dyy, tail_dy);
     if (dw) {
-      for (int l = 0; l < kMaxLanes; ++l) dw[j] += wide_dyy[l], db[j] += wide_dy[l];
+      typename V::Wide wide_dyy = V::wide_zero(), wide_dy = V::wide_zero();
+      V::widen_add(wide_dyy, sum_dyy);
+      V::widen_add(wide_dy, sum_dy);
+      dw[j] += V::wide_sum(wide_dyy) + static_cast<double>(tail_dyy);
+      db[j] += V::wide_sum(wide_dy) + static_cast<double>(tail_dy);
     }
   }
 }
