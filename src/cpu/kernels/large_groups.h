@@ -434,9 +434,10 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     const T* xj = x + j * stride;
     const T* dyj = dy + j * stride;
     T* dxj = dx ? dx + j * stride : nullptr;
-    // Row j's terms of dweight and dbias, in registers along the row (each
-    // lane adds at most kMaxSlabPositions / kLanes values), widened once.
+    // Row j's terms of dweight and dbias, in registers along the row, widened
+    // every kFlushSteps registers (each lane adds at most that many values).
     typename V::V sum_dyy = V::zero(), sum_dy = V::zero();
+    typename V::Wide wide_dyy = V::wide_zero(), wide_dy = V::wide_zero();
     T tail_dyy = T(0), tail_dy = T(0);
     const auto position = [&](auto w_, int64_t i, auto& acc_dyy, auto& acc_dy) {
       using W = decltype(w_);
@@ -451,10 +452,15 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
       acc_dy = W::add(acc_dy, dyv);
     };
     int64_t i = 0;
-    for (; i + V::kLanes <= n; i += V::kLanes) position(V(), i, sum_dyy, sum_dy);
+    for (int steps = 1; i + V::kLanes <= n; i += V::kLanes, ++steps) {
+      position(V(), i, sum_dyy, sum_dy);
+      if (steps % kFlushSteps == 0) {
+        V::widen_add(wide_dyy, sum_dyy), V::widen_add(wide_dy, sum_dy);
+        sum_dyy = V::zero(), sum_dy = V::zero();
+      }
+    }
     for (; i < n; ++i) position(ScalarVec<T>(), i, tail_dyy, tail_dy);
     if (dw) {
-      typename V::Wide wide_dyy = V::wide_zero(), wide_dy = V::wide_zero();
       V::widen_add(wide_dyy, sum_dyy);
       V::widen_add(wide_dy, sum_dy);
       dw[j] += V::wide_sum(wide_dyy) + static_cast<double>(tail_dyy);
