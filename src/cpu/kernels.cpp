@@ -391,7 +391,7 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
         T scratch[2 * kMidBatch];
         forward_mid_groups<V, kCenter, kMidBatch>(x + s * G, y + s * G, G, w + k * G, b + k * G,
                                                   mean ? mean + s : scratch, mean ? rstd + s : scratch + kMidBatch,
-                                                  eps, s + kMidBatch < end ? x + (s + kMidBatch) * G : nullptr,
+                                                  eps, s + 2 * kMidBatch <= end ? x + (s + kMidBatch) * G : nullptr,
                                                   stream);
         s += kMidBatch;
         continue;
@@ -549,7 +549,7 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
         T* const dw_k = dw ? dw + k * G : nullptr;
         T* const db_k = db ? db + k * G : nullptr;
         if (mid && u + kMidBatch <= end && k + kMidBatch <= NG) {
-          const bool more = u + kMidBatch < end;
+          const bool more = u + 2 * kMidBatch <= end;  // the next batch is prefetched whole
           backward_mid_groups<V, kCenter, kMidBatch>(dy + off, x + off, G, mean + u, rstd + u, w + k * G, dx_u, dw_k,
                                                      db_k, more ? x + off + kMidBatch * G : nullptr,
                                                      more ? dy + off + kMidBatch * G : nullptr);
