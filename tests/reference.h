@@ -17,6 +17,12 @@ inline void PrintTo(Layout layout, std::ostream* os) { *os << to_string(layout);
 
 namespace pln::test {
 
+/// max |got - want| / max |want| (or the absolute error where want is all 0).
+inline double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  const double scale = want.abs().max().item<double>();
+  return (got.to(torch::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
+}
+
 inline torch::Tensor reference(const torch::Tensor& x, int64_t C, int64_t g, Layout layout,
                                bool centering, double eps, double p,
                                const torch::Tensor& weight = {}, const torch::Tensor& bias = {}) {

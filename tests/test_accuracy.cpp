@@ -49,11 +49,6 @@ std::vector<AccuracyCase> accuracy_cases() {
   return out;
 }
 
-double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const double scale = want.abs().max().item<double>();
-  return (got.to(torch::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
-}
-
 // [positions, features] views of a tensor of the case's layout, and back.
 torch::Tensor features_last(const torch::Tensor& t, Layout layout) {
   return layout == Layout::kNCHW ? t.permute({0, 2, 3, 1}) : t;

@@ -127,11 +127,6 @@ std::vector<Case> offset_cases() {
   };
 }
 
-double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const double scale = want.abs().max().item<double>();
-  return (got.to(torch::kDouble) - want).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
-}
-
 class OffsetParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OffsetParity, ErrorDoesNotGrowWithTheOffset) {
