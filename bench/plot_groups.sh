@@ -31,8 +31,19 @@ if [ -n "$png" ]; then
 else
   terminal="set terminal dumb size 100,60"
 fi
-# Every label is written here; the CSV gives only numbers (selected by its
-# layout, width, cache and thread columns).
+# One panel: the time in CSV column $1 over the copy's (column 9), per layout
+# and width. Every label is written here; the CSV gives only numbers
+# (selected by its layout, width, cache and thread columns).
+panel() {
+  local column=$1 what=$2 command=plot
+  echo "set title '$what, out of cache, $threads thread(s): time / a copy of the input'"
+  echo "set ylabel '$what / copy'"
+  for series in "nc 768 NC" "nc 4096 NC" "nc 5120 NC" "nchw 768 NCHW"; do
+    set -- $series
+    command+=" '$csv' skip 1 using (pick('$1', $2) ? \$3 : 1/0):(\$$column / \$9) with points title '$3, C = $2',"
+  done
+  echo "${command%,}"
+}
 gnuplot <<GP
 $terminal
 set datafile separator ','
@@ -42,17 +53,7 @@ set key top left
 set xlabel 'features per group g'
 set multiplot layout 2,1
 pick(layout, width) = (strcol(1) eq layout && \$2 == width && strcol(5) eq 'out' && \$6 == $threads)
-set title 'forward, out of cache, $threads thread(s): time / a copy of the input'
-set ylabel 'forward / copy'
-plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 768', \
-     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 4096', \
-     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$7 / \$9) with points title 'NC, C = 5120', \
-     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$7 / \$9) with points title 'NCHW, C = 768'
-set title 'forward+backward, out of cache, $threads thread(s): time / a copy of the input'
-set ylabel 'forward+backward / copy'
-plot '$csv' skip 1 using (pick('nc', 768) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 768', \
-     '' skip 1 using (pick('nc', 4096) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 4096', \
-     '' skip 1 using (pick('nc', 5120) ? \$3 : 1/0):(\$10 / \$9) with points title 'NC, C = 5120', \
-     '' skip 1 using (pick('nchw', 768) ? \$3 : 1/0):(\$10 / \$9) with points title 'NCHW, C = 768'
+$(panel 7 forward)
+$(panel 10 forward+backward)
 unset multiplot
 GP
