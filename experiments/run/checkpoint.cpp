@@ -1,6 +1,7 @@
 #include "run/checkpoint.h"
 
 #include "records/atomic_file.h"
+#include "records/json.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -49,7 +50,7 @@ std::string state_document(const TrainingState& state) {
 }
 
 TrainingState parse_state(const std::string& text, const std::filesystem::path& file) {
-  const auto doc = Config::parse(text);
+  const auto doc = parse_json_text(text, file.string() + ": training state");
   TrainingState state;
   state.step = doc.at("step").get<int64_t>();
   state.epochs_done = doc.at("epochs_done").get<int64_t>();
@@ -61,6 +62,60 @@ TrainingState parse_state(const std::string& text, const std::filesystem::path& 
     state.logs[item.key()] = parse_csv(item.value().get<std::string>(), file.string() + ":" + item.key());
   }
   return state;
+}
+
+// Little-endian integers of a zip archive's records.
+uint64_t little_endian(const std::string& bytes, size_t at, int width) {
+  uint64_t value = 0;
+  for (int i = width - 1; i >= 0; --i) value = value << 8 | static_cast<unsigned char>(bytes.at(at + i));
+  return value;
+}
+
+// A checkpoint is a zip archive whose entries LibTorch writes stored (not
+// compressed). A compressed entry could inflate to any size while it loads
+// (a 4 MB file to 4 GiB), so every entry of the central directory must be
+// stored before LibTorch reads one: then nothing loaded outgrows the file.
+void check_entries_stored(const std::filesystem::path& file) {
+  auto corrupt = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("checkpoint {} is unreadable or corrupt: {}", file.string(), why));
+  };
+  if (!std::filesystem::is_regular_file(file)) throw corrupt("not a regular file");
+  const std::string bytes = read_text(file);
+  // The end-of-central-directory record: 22 bytes and a comment of up to 64 KiB.
+  constexpr size_t kEnd = 22;
+  if (bytes.size() < kEnd) throw corrupt("too short for a zip archive");
+  size_t end = std::string::npos;
+  for (size_t at = bytes.size() - kEnd + 1; at-- > 0 && bytes.size() - at <= kEnd + 0xffff;) {
+    if (little_endian(bytes, at, 4) == 0x06054b50) {
+      end = at;
+      break;
+    }
+  }
+  if (end == std::string::npos) throw corrupt("no zip directory");
+  uint64_t entries = little_endian(bytes, end + 10, 2), offset = little_endian(bytes, end + 16, 4);
+  if (entries == 0xffff || offset == 0xffffffff) {
+    // Zip64: a locator just before the record points at the 64-bit record.
+    if (end < 20 || little_endian(bytes, end - 20, 4) != 0x07064b50) throw corrupt("no zip64 directory locator");
+    const uint64_t record = little_endian(bytes, end - 20 + 8, 8);
+    if (record + 56 > bytes.size() || little_endian(bytes, record, 4) != 0x06064b50) {
+      throw corrupt("no zip64 directory");
+    }
+    entries = little_endian(bytes, record + 32, 8);
+    offset = little_endian(bytes, record + 48, 8);
+  }
+  size_t at = offset;
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (at + 46 > bytes.size() || little_endian(bytes, at, 4) != 0x02014b50) throw corrupt("a broken zip directory");
+    const auto method = little_endian(bytes, at + 10, 2);
+    const auto name_length = little_endian(bytes, at + 28, 2);
+    if (method != 0) {
+      throw corrupt(fmt::format("its entry {} is compressed (method {}); pln's checkpoints are stored, and a "
+                                "compressed entry could inflate without bound",
+                                at + 46 + name_length <= bytes.size() ? bytes.substr(at + 46, name_length) : "?",
+                                method));
+    }
+    at += 46 + name_length + little_endian(bytes, at + 30, 2) + little_endian(bytes, at + 32, 2);
+  }
 }
 
 // Writes `file` atomically.
@@ -96,6 +151,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   torch::serialize::InputArchive archive, model, optim, kept;
   c10::IValue saved_config, saved_state;
   torch::Tensor default_generator_state, generator_state;
+  check_entries_stored(file);
   try {
     archive.load_from(file.string(), device);
     archive.read("config", saved_config);
@@ -105,7 +161,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   }
   Config saved;
   try {
-    saved = Config::parse(saved_config.toStringRef());
+    saved = parse_json_text(saved_config.toStringRef(), file.string() + ": configuration");
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("checkpoint {} holds no readable configuration: {}", file.string(), e.what()));
   }
