@@ -109,6 +109,19 @@ class KeyTable {
   Check check_;
 };
 
+/// The most elements one tensor that a configuration sizes may hold: 2^31,
+/// 8 GiB of float32, above what any preset needs (the largest, pinn's paper
+/// NTK, holds 3e7). A configuration over it (n_interior=1e9, or a record's
+/// K=2^62) is refused before anything is allocated, rather than left to
+/// exhaust the machine's memory; `--max-elements N` raises it for one run.
+constexpr int64_t kDefaultElementCeiling = int64_t{1} << 31;
+int64_t element_ceiling();
+void set_element_ceiling(int64_t ceiling);
+
+/// Throws ConfigError naming `what` (e.g. "n_interior x width") when the
+/// product of `factors` overflows 64 bits or exceeds element_ceiling().
+void check_elements(const std::string& what, const std::vector<int64_t>& factors);
+
 /// The key's type as --help names it: integer, number, bool or text.
 std::string type_name(const Key& key);
 /// What the key allows, as --help and the errors write it: ">= 1", "in [0, 1)",
