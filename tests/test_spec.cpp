@@ -174,7 +174,24 @@ TEST(Spec, ABadValueIsRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(error_of([] { resolve_config(find_experiment("cnn"), "smoke", {"gamma=0"}); }),
             "cnn: gamma must be in (0, 1], got 0");
   EXPECT_EQ(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"lr=0"}); }),
-            "fourier: lr must be > 0, got 0");
+            "fourier: lr must be in (0, 3.4028234663852886e+38], got 0");
+  // Values float32 parameters cannot hold are refused by key, before the run
+  // (not mid-run by LibTorch, naming none); a subnormal one is a number.
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"lr=1e308"}); }),
+            "fourier: lr must be in (0, 3.4028234663852886e+38], got 1e+308");
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"bias_init=1e308"}); }),
+            "vgg: bias_init must be in [-3.4028234663852886e+38, 3.4028234663852886e+38], got 1e+308");
+  EXPECT_EQ(resolve_config(find_experiment("pinn"), "smoke", {"lr=1e-310"}).at("lr").get<double>(), 1e-310);
+  // Sizes that drive allocations: overflow and the ceiling are refused by key.
+  EXPECT_NE(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"K=4611686018427387904"}); })
+                .find("fourier: 10 training points per mode of K = 4611686018427387904 is more than 2^63 elements"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve_config(find_experiment("pinn"), "smoke", {"n_interior=1000000000"}); })
+                .find("pinn: n_interior x width is 16000000000 elements, more than the ceiling of 2147483648"),
+            std::string::npos);
+  set_element_ceiling(int64_t{1} << 40);  // --max-elements raises it
+  EXPECT_NO_THROW(resolve_config(find_experiment("pinn"), "smoke", {"n_interior=1000000000", "ntk_every=0"}));
+  set_element_ceiling(kDefaultElementCeiling);
   EXPECT_EQ(error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"width=12", "group=4"}); }),
             "vgg: width must be a multiple of 8, got 12");
   fs::remove_all(root);
