@@ -71,11 +71,15 @@ uint64_t little_endian(const std::string& bytes, size_t at, int width) {
   return value;
 }
 
-// A checkpoint is a zip archive whose entries LibTorch writes stored (not
-// compressed). A compressed entry could inflate to any size while it loads
-// (a 4 MB file to 4 GiB), so every entry of the central directory must be
-// stored before LibTorch reads one: then nothing loaded outgrows the file.
-void check_entries_stored(const std::filesystem::path& file) {
+// A checkpoint is a zip archive: LibTorch stores its tensors and pickles and
+// deflates only its TorchScript code, a few KiB. A deflated entry could
+// inflate to any size while it loads (a 4 MB file's data.pkl to 4 GiB), and
+// the loader allocates what the zip directory declares, so the declared sizes
+// of the deflated entries are bounded before LibTorch reads one; a stored
+// entry holds only bytes the file has.
+constexpr uint64_t kMaxInflatedBytes = uint64_t{64} << 20;
+
+void check_inflated_sizes(const std::filesystem::path& file) {
   auto corrupt = [&](const std::string& why) {
     return std::runtime_error(fmt::format("checkpoint {} is unreadable or corrupt: {}", file.string(), why));
   };
@@ -104,15 +108,20 @@ void check_entries_stored(const std::filesystem::path& file) {
     offset = little_endian(bytes, record + 48, 8);
   }
   size_t at = offset;
+  uint64_t inflated = 0;
   for (uint64_t i = 0; i < entries; ++i) {
     if (at + 46 > bytes.size() || little_endian(bytes, at, 4) != 0x02014b50) throw corrupt("a broken zip directory");
-    const auto method = little_endian(bytes, at + 10, 2);
+    const auto method = little_endian(bytes, at + 10, 2), size = little_endian(bytes, at + 24, 4);
     const auto name_length = little_endian(bytes, at + 28, 2);
     if (method != 0) {
-      throw corrupt(fmt::format("its entry {} is compressed (method {}); pln's checkpoints are stored, and a "
-                                "compressed entry could inflate without bound",
-                                at + 46 + name_length <= bytes.size() ? bytes.substr(at + 46, name_length) : "?",
-                                method));
+      // 0xffffffff: the size is in a zip64 field, over 4 GiB.
+      inflated += size == 0xffffffff ? kMaxInflatedBytes + 1 : size;
+      if (inflated > kMaxInflatedBytes) {
+        throw corrupt(fmt::format("its compressed entries would inflate to more than {} MiB (the last, {}); "
+                                  "LibTorch compresses only a few KiB of code",
+                                  kMaxInflatedBytes >> 20,
+                                  at + 46 + name_length <= bytes.size() ? bytes.substr(at + 46, name_length) : "?"));
+      }
     }
     at += 46 + name_length + little_endian(bytes, at + 30, 2) + little_endian(bytes, at + 32, 2);
   }
@@ -151,7 +160,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   torch::serialize::InputArchive archive, model, optim, kept;
   c10::IValue saved_config, saved_state;
   torch::Tensor default_generator_state, generator_state;
-  check_entries_stored(file);
+  check_inflated_sizes(file);
   try {
     archive.load_from(file.string(), device);
     archive.read("config", saved_config);

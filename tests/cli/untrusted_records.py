@@ -162,11 +162,14 @@ def part_plot():
 # ----------------------------------------------------------------- paths ---
 
 def part_paths():
-    grid = smoke_grid(os.path.join(WORK, "grid"))
+    grid = smoke_grid(os.path.join(WORK, "a", "grid"))
     header, rows = read_csv(os.path.join(grid, "records.csv"))
     outside = os.path.join(WORK, "outside")
     os.makedirs(outside)
-    before = tree(WORK, skip=(grid,))
+    # What a crafted cell "../../src_evil" names, beside the grid: a whole
+    # cell, so that a pack following it would read it and write beside DEST.
+    shutil.copytree(os.path.join(grid, cells_of(grid)[0]), os.path.join(WORK, "src_evil"))
+    before = tree(WORK, skip=(grid, outside))
     dest = os.path.join(WORK, "deep", "er", "dest")
     cell = header.index("cell")
     for bad, needle in [("../../src_evil", "climbs out"), ("../" + cells_of(grid)[0], "climbs out"),
@@ -182,7 +185,7 @@ def part_paths():
     shutil.rmtree(first)
     os.symlink(os.path.join(outside, "cell"), first)
     refused(["pack", grid, dest], "records.csv", "symbolic link")
-    after = tree(WORK, skip=(grid,))
+    after = tree(WORK, skip=(grid, outside))
     written = sorted(set(after) - set(before))
     if written:
         fail(f"files written outside the destination: {written}")
@@ -245,8 +248,7 @@ def part_bombs():
     refused(["cnn", "--preset", "smoke", "--threads", "1", "--set", "data=cifar10", f"data_dir={data}",
              "--out", os.path.join(WORK, "bomb_run")], "data_batch_1.bin", "inflates to more than 256 MiB")
 
-    # A checkpoint whose entries are compressed (a deflate bomb in the making),
-    # and a FIFO in a checkpoint's place.
+    # A checkpoint with a deflate bomb, and a FIFO in a checkpoint's place.
     stopped = os.path.join(WORK, "stopped")
     run_args = ["pinn", "--preset", "smoke", "--threads", "1", "--set", "checkpoint_every=10"]
     must(run_args + ["--out", stopped])
@@ -254,12 +256,16 @@ def part_bombs():
     checkpoint = os.path.join(stopped, "checkpoint.pt")
     with zipfile.ZipFile(checkpoint) as z:
         entries = [(i, z.read(i)) for i in z.infolist()]
-    if any(i.compress_type != zipfile.ZIP_STORED for i, _ in entries):
-        fail("LibTorch's own checkpoint has compressed entries")
-    with zipfile.ZipFile(checkpoint, "w", zipfile.ZIP_DEFLATED) as z:
+    # Its data.pkl deflated from 100 MiB: a few hundred KiB on disk.
+    with zipfile.ZipFile(checkpoint, "w") as z:
         for info, content in entries:
-            z.writestr(info.filename, content)
-    refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "is compressed")
+            if info.filename.endswith("/data.pkl"):
+                z.writestr(info.filename, bytes(100 << 20), compress_type=zipfile.ZIP_DEFLATED)
+            else:
+                z.writestr(info, content)
+    if os.path.getsize(checkpoint) > 4 << 20:
+        fail("the crafted checkpoint is not small")
+    refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "would inflate to more than 64 MiB")
     os.remove(checkpoint)
     os.mkfifo(checkpoint)
     refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "not a regular file", timeout=120)
