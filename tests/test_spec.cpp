@@ -15,6 +15,7 @@
 #include <sweep/cells.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -134,8 +135,16 @@ std::string refused_value(const Key& key) {
   const auto type = type_name(key);
   if (type == "bool") return "maybe";
   if (type == "integer" || type == "number") {
-    if (key.range.low) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.low) - 1) : Config(*key.range.low - 1));
-    if (key.range.high) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.high) + 1) : Config(*key.range.high + 1));
+    // A step of at least the bound's own size: -3.4e38 - 1 is -3.4e38 again.
+    const auto step = [](double bound) { return std::max(1.0, std::abs(bound)); };
+    if (key.range.low) {
+      return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.low) - 1)
+                                                      : Config(*key.range.low - step(*key.range.low)));
+    }
+    if (key.range.high) {
+      return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.high) + 1)
+                                                      : Config(*key.range.high + step(*key.range.high)));
+    }
     return "twelve";
   }
   if (!key.choices.empty() || key.check_text) return "bogus";
