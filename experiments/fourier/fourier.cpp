@@ -57,6 +57,7 @@ KeyTable key_table() {
         if ((layer == "pln" || layer == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
         const int64_t n_train = get_int(c, "n_train");
         // Sizes first: 2K + 1 and 10K must not overflow in the checks below.
         check_elements(fmt::format("10 training points per mode of K = {}", K), {10, K});

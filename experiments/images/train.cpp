@@ -45,6 +45,7 @@ KeyTable key_table(const std::string& family, int64_t width, int64_t group, doub
         if ((norm == "pln" || norm == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        check_float32_range(c, "lr");  // the networks are float32
         check_amp(c);
         if (check) check(c);
       });

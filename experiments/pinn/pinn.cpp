@@ -67,6 +67,7 @@ KeyTable key_table() {
         if ((norm == "pln" || norm == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
         const int64_t n_interior = get_int(c, "n_interior"), n_test = get_int(c, "n_test");
         const bool two_d = get_string(c, "problem") == "helmholtz2d";
         check_elements("n_interior x width", {n_interior, width});

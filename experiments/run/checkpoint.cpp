@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -71,6 +72,18 @@ uint64_t little_endian(const std::string& bytes, size_t at, int width) {
   return value;
 }
 
+// An entry's uncompressed size from its zip64 extra field (id 1, the size
+// first), for an entry whose 32-bit field says 0xffffffff; "unbounded" when
+// the field is missing.
+uint64_t zip64_size(const std::string& bytes, size_t extra, uint64_t length) {
+  for (size_t at = extra; at + 4 <= extra + length && at + 4 <= bytes.size();) {
+    const auto id = little_endian(bytes, at, 2), size = little_endian(bytes, at + 2, 2);
+    if (id == 1 && size >= 8 && at + 12 <= bytes.size()) return little_endian(bytes, at + 4, 8);
+    at += 4 + size;
+  }
+  return std::numeric_limits<uint64_t>::max() / 2;
+}
+
 // A checkpoint is a zip archive: LibTorch stores its tensors and pickles and
 // deflates only its TorchScript code, a few KiB. A deflated entry could
 // inflate to any size while it loads (a 4 MB file's data.pkl to 4 GiB), and
@@ -114,8 +127,8 @@ void check_inflated_sizes(const std::filesystem::path& file) {
     const auto method = little_endian(bytes, at + 10, 2), size = little_endian(bytes, at + 24, 4);
     const auto name_length = little_endian(bytes, at + 28, 2);
     if (method != 0) {
-      // 0xffffffff: the size is in a zip64 field, over 4 GiB.
-      inflated += size == 0xffffffff ? kMaxInflatedBytes + 1 : size;
+      const auto extra_length = little_endian(bytes, at + 30, 2);
+      inflated += size != 0xffffffff ? size : zip64_size(bytes, at + 46 + name_length, extra_length);
       if (inflated > kMaxInflatedBytes) {
         throw corrupt(fmt::format("its compressed entries would inflate to more than {} MiB (the last, {}); "
                                   "LibTorch compresses only a few KiB of code",

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -142,6 +143,14 @@ void check_elements(const std::string& what, const std::vector<int64_t>& factors
                                   "(--max-elements N raises it)", what,
                                   overflow ? std::string("more than 2^63") : std::to_string(product),
                                   g_element_ceiling));
+  }
+}
+
+void check_float32_range(const Config& config, const std::string& key) {
+  const double value = get_double(config, key);
+  if (std::abs(value) > std::numeric_limits<float>::max()) {
+    throw ConfigError(fmt::format("{} ({}) is beyond the range of float32 ({}), in which the network computes", key,
+                                  value, std::numeric_limits<float>::max()));
   }
 }
 

@@ -122,6 +122,12 @@ void set_element_ceiling(int64_t ceiling);
 /// product of `factors` overflows 64 bits or exceeds element_ceiling().
 void check_elements(const std::string& what, const std::vector<int64_t>& factors);
 
+/// Throws ConfigError naming `key` when its number is beyond float32's range:
+/// the optimisers multiply a learning rate into float32 parameters, where a
+/// larger one would fail mid-run in LibTorch, naming no key. For the keys of
+/// a family (or a dtype) that computes in float32.
+void check_float32_range(const Config& config, const std::string& key);
+
 /// The key's type as --help names it: integer, number, bool or text.
 std::string type_name(const Key& key);
 /// What the key allows, as --help and the errors write it: ">= 1", "in [0, 1)",

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -43,11 +42,7 @@ double Schedule::at(int64_t k) const {
 
 namespace key {
 
-// At most float32's largest: the optimisers multiply it into float32
-// parameters, where a larger one fails mid-run without naming the key.
-Key lr(double value) {
-  return number("lr", value, left_open(0, std::numeric_limits<float>::max()), "peak learning rate");
-}
+Key lr(double value) { return number("lr", value, above(0), "peak learning rate"); }
 Key schedule(std::string value) {
   return choice("schedule", std::move(value), {"constant", "step", "cosine"}, "learning-rate decay after the warmup");
 }

@@ -73,6 +73,7 @@ KeyTable key_table() {
         // or loaded (the data sets pln reads have a fixed side each).
         const int64_t side = get_string(c, "data") == "cifar10" ? 32 : 28;
         (void)options_from_config(c, 1, side, 10);
+        check_float32_range(c, "lr");  // the network is float32
         check_amp(c);
       });
 }
