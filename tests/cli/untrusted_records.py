@@ -128,23 +128,39 @@ def part_plot():
     demo = os.path.join(WORK, "demo")
     must(["demo", "--steps", "30", "--widths", "8", "--threads", "1", "--out", demo])
     header, rows = read_csv(os.path.join(demo, "fit.csv"))
-    for payload in payloads:
-        for column in range(2, len(header)):
+    # Every payload through one column (a panel's title and its curves'
+    # labels), the first through each of the others.
+    for column in range(2, len(header)):
+        for payload in payloads if column == 2 else payloads[:1]:
             shutil.rmtree(os.path.join(WORK, "figures"), ignore_errors=True)
             h = list(header)
-            h[column] = payload + (" 8" if column % 2 else "")
+            h[column] = payload + " 8"
             write_csv(os.path.join(demo, "fit.csv"), h, rows)
             attack(["plot", demo, "--out", os.path.join(WORK, "figures")], f"fit.csv header {column}")
-    # A grid's records.csv: every column but the cell (its own attack is in
-    # `paths`), and every column's name.
+    # A grid's records.csv: each text column (the labels come from them), the
+    # numeric ones all at once, and every column's name; the cell's own
+    # attack is in `paths`.
     grid = smoke_grid(os.path.join(WORK, "grid"))
     header, rows = read_csv(os.path.join(grid, "records.csv"))
     pristine = open(os.path.join(grid, "records.csv"), "rb").read()
-    for column in range(1, len(header)):
-        for payload in (payloads if header[column] in ("norm", "act", "model", "problem") else payloads[:1]):
+
+    def numeric(column):
+        try:
+            [float(r[column]) for r in rows]
+            return True
+        except ValueError:
+            return False
+
+    texts = [c for c in range(1, len(header)) if not numeric(c)]
+    for column in texts + [None]:
+        for payload in (payloads if column is not None and header[column] in ("norm", "act", "model")
+                        else payloads[:1]):
+            changed = [column] if column is not None else [c for c in range(1, len(header)) if numeric(c)]
             shutil.rmtree(os.path.join(WORK, "figures"), ignore_errors=True)
-            write_csv(os.path.join(grid, "records.csv"), header, [r[:column] + [payload] + r[column + 1:] for r in rows])
-            attack(["plot", grid, "--out", os.path.join(WORK, "figures")], f"records.csv column {header[column]}")
+            write_csv(os.path.join(grid, "records.csv"), header,
+                      [[payload if i in changed else v for i, v in enumerate(r)] for r in rows])
+            attack(["plot", grid, "--out", os.path.join(WORK, "figures")],
+                   f"records.csv column {header[column] if column is not None else 'every number'}")
     write_csv(os.path.join(grid, "records.csv"), header, rows)
     h = list(header)
     h[-1] = payloads[0]
