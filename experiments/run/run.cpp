@@ -113,18 +113,9 @@ void RunDirectory::finish() {
 
 namespace {
 
-// Whether `dir` holds a pln run's record (config.json naming an experiment):
-// only then does a run clear files it did not write there.
-bool holds_run_record(const fs::path& dir) {
-  try {
-    return read_json_file(dir / "config.json").contains("experiment");
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// Removes what an unfinished run left in `out` (a fresh start rewrites it
-// all), so that none of it stays beside the new run's files.
+// Removes what a stopped replacement left in `out` (its finished
+// predecessor waits in .replaced, with whatever else the directory held), so
+// that none of it stays beside a fresh start's files.
 void clear_unfinished(const fs::path& out) {
   for (const auto& entry : fs::directory_iterator(out)) {
     if (!belongs_to_this_run(entry.path().filename())) fs::remove_all(entry.path());
@@ -148,10 +139,7 @@ RunDirectory take_run_directory(const fs::path& out, const std::string& experime
   const fs::path finished = fs::exists(out / "summary.json")     ? out
                             : fs::exists(aside / "summary.json") ? aside
                                                                  : fs::path();
-  if (finished.empty()) {
-    if (!resume && holds_run_record(out)) clear_unfinished(out);
-    return dir;
-  }
+  if (finished.empty()) return dir;
   std::vector<std::string> differences;
   try {
     differences = how_it_differs(read_json_file(finished / "config.json"), experiment, config);

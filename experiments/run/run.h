@@ -40,8 +40,10 @@ struct RunDirectory {
 /// holds its summary; of the same family and configuration otherwise, or with
 /// `force`, its files are set aside (out/.replaced) until the new run
 /// finishes; of another family or configuration without `force`, throws
-/// std::invalid_argument naming the directory, the run it holds and what
-/// --force would remove.
+/// std::invalid_argument naming the directory, the keys that differ and what
+/// --force would do. A finished run already in out/.replaced (its replacement
+/// was stopped) counts as the directory's; a fresh start then clears what the
+/// stopped replacement left. Stale temporary files are removed.
 RunDirectory take_run_directory(const std::filesystem::path& out, const std::string& experiment,
                                 const Config& config, bool resume, bool force);
 
