@@ -495,9 +495,15 @@ TEST(Untrusted, PathsFromRecordsStayInsideTheirRoot) {
   fs::remove_all(root);
 }
 
-TEST(Untrusted, CsvDropsAByteOrderMark) {
+TEST(Untrusted, CsvDropsAByteOrderMarkAndRefusesAHugeFile) {
   const auto table = parse_csv("\xEF\xBB\xBF" "cell,x\na,1\n", "records.csv");
   EXPECT_EQ(table.header, (std::vector<std::string>{"cell", "x"}));
+  const auto dir = fresh_dir("untrusted-csv");
+  std::ofstream(dir / "records.csv") << "cell\n";
+  fs::resize_file(dir / "records.csv", std::uintmax_t{2} << 30);  // sparse: no disk, no time
+  EXPECT_NE(error_of([&] { read_csv(dir / "records.csv"); }).find("records.csv: 2147483648 bytes, more than any pln"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 // ------------------------------------------------------------------- demo

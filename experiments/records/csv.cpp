@@ -116,7 +116,19 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
   return table;
 }
 
-CsvTable read_csv(const std::filesystem::path& path) { return parse_csv(read_text(path), path.string()); }
+// The largest CSV file read: pln's largest record (a 2-D PINN's
+// solution.csv on a 1001 x 1001 grid) is about 60 MB; a bigger file is not a
+// record, and reading it would hold it whole in memory.
+constexpr std::uintmax_t kMaxCsvBytes = std::uintmax_t{1} << 30;
+
+CsvTable read_csv(const std::filesystem::path& path) {
+  std::error_code error;
+  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxCsvBytes) {
+    throw std::runtime_error(fmt::format("{}: {} bytes, more than any pln record ({} MiB at most)", path.string(), size,
+                                         kMaxCsvBytes >> 20));
+  }
+  return parse_csv(read_text(path), path.string());
+}
 
 std::string to_csv(const CsvTable& table) {
   std::string out;
