@@ -153,8 +153,16 @@ TEST(Datasets, RandomMutationsRaiseErrorsNeverCrash) {
 TEST(Datasets, FixedRandomLabelsAreIdenticalAcrossRuns) {
   const auto dir = fresh_dir("labels");
   const auto first = fixed_random_labels(1000, 10, 3, dir / "labels.bin");
-  const auto again = fixed_random_labels(1000, 10, 99, dir / "labels.bin");  // the file wins over the seed
-  EXPECT_TRUE(torch::equal(first, again));
+  EXPECT_TRUE(torch::equal(first, fixed_random_labels(1000, 10, 3, dir / "labels.bin")));  // read back
+  // The file is checked against the seed's labels, never trusted in their
+  // place: another seed's file, or one of zeros, is refused by name.
+  EXPECT_NE(error_of([&] { fixed_random_labels(1000, 10, 99, dir / "labels.bin"); })
+                .find("labels.bin: does not hold the random labels of label_seed 99"), std::string::npos);
+  std::ofstream(dir / "zeros.bin", std::ios::binary) << std::string(1000, '\0');
+  EXPECT_NE(error_of([&] { fixed_random_labels(1000, 10, 3, dir / "zeros.bin"); })
+                .find("zeros.bin: does not hold the random labels of label_seed 3"), std::string::npos);
+  EXPECT_NE(error_of([&] { fixed_random_labels(1000, 10, 3, dir); }).find("labels_file is not a regular file"),
+            std::string::npos);
   EXPECT_TRUE(torch::equal(first, fixed_random_labels(1000, 10, 3, dir / "fresh.bin")));
   EXPECT_GE(first.min().item<int64_t>(), 0);
   EXPECT_LE(first.max().item<int64_t>(), 9);

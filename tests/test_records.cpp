@@ -9,7 +9,9 @@
 #include <demo/demo.h>
 #include <pln/kernels.h>
 #include <records/csv.h>
+#include <records/atomic_file.h>
 #include <records/doc_tables.h>
+#include <records/gnuplot.h>
 #include <records/grid_state.h>
 #include <records/json.h>
 #include <records/pack.h>
@@ -260,6 +262,13 @@ TEST(Results, PackRefusesAnUnfinishedGridOrAMissingCurve) {
   auto records = read_csv(grid / "records.csv");
   records.rows.pop_back();
   std::ofstream(grid / "records.csv") << to_csv(records);
+  // Records short of the finished cells (a grid stopped between a cell's
+  // summary and its records) are rebuilt from the cells...
+  EXPECT_GT(pack_results({grid, grid / "packed", ""}), 0u);
+  EXPECT_EQ(read_csv(grid / "packed" / "records.csv").rows.size(), 4u);
+  // ...and a cell without its summary leaves the grid unfinished.
+  std::ofstream(grid / "records.csv") << to_csv(records);
+  fs::remove(grid / read_csv(smoke_grid() / "records.csv").rows.back()[0] / "summary.json");
   EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); }).find("the grid is unfinished (3 of 4 cells"),
             std::string::npos);
   fs::copy_file(smoke_grid() / "records.csv", grid / "records.csv", fs::copy_options::overwrite_existing);
@@ -446,6 +455,54 @@ TEST(GnuplotFigures, LogAxesTickThePlottedValuesAndKeysStayOffTheData) {
   const auto epochs = slurp(dir / "cnn" / "accuracy.gp");
   EXPECT_NE(epochs.find("set xtics 1\n"), std::string::npos) << epochs;
   EXPECT_NE(epochs.find("set key at screen"), std::string::npos) << epochs;
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------- untrusted input
+
+TEST(Untrusted, GnuplotLiteralsKeepEveryCharacterInside) {
+  // Only a line break could end a single-quoted literal early; it and every
+  // other control character become visible text.
+  EXPECT_EQ(gnuplot_quote("LN\nsystem(\"touch x\")\r\t"), "'LN\\x0asystem(\"touch x\")\\x0d\\x09'");
+  EXPECT_EQ(gnuplot_quote("it's `cmd` @m \\"), "'it''s `cmd` @m \\'");
+}
+
+TEST(Untrusted, JsonNestingAndSizeAreBounded) {
+  EXPECT_NE(error_of([] { parse_json_text(std::string(100000, '[') + std::string(100000, ']'), "deep.json"); })
+                .find("deep.json: not a pln record: JSON nested deeper than 64 levels"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_json_text(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'), "ok.json"));
+  const auto dir = fresh_dir("untrusted-json");
+  fs::create_directory(dir / "summary.json");
+  EXPECT_NE(error_of([&] { read_json_file(dir / "summary.json"); }).find("summary.json: not a regular file"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Untrusted, PathsFromRecordsStayInsideTheirRoot) {
+  const auto root = fresh_dir("untrusted-paths");
+  fs::create_directories(root / "grid" / "cell");
+  fs::create_directories(root / "elsewhere");
+  fs::create_directory_symlink(root / "elsewhere", root / "grid" / "link");
+  EXPECT_EQ(path_inside(root / "grid", "cell/eval.csv", "records.csv"), root / "grid" / "cell/eval.csv");
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"../../src_evil", "climbs out"}, {"/etc/passwd", "is absolute"}, {"link/eval.csv", "symbolic link"},
+           {"", "is empty"}, {"cell\nx", "control character"}}) {
+    EXPECT_NE(error_of([&] { path_inside(root / "grid", bad, "records.csv: row 2"); })
+                  .find("records.csv: row 2: the path"), std::string::npos) << bad;
+    EXPECT_NE(error_of([&] { path_inside(root / "grid", bad, "records.csv"); }).find(why), std::string::npos) << bad;
+  }
+  fs::remove_all(root);
+}
+
+TEST(Untrusted, CsvDropsAByteOrderMarkAndRefusesAHugeFile) {
+  const auto table = parse_csv("\xEF\xBB\xBF" "cell,x\na,1\n", "records.csv");
+  EXPECT_EQ(table.header, (std::vector<std::string>{"cell", "x"}));
+  const auto dir = fresh_dir("untrusted-csv");
+  std::ofstream(dir / "records.csv") << "cell\n";
+  fs::resize_file(dir / "records.csv", std::uintmax_t{2} << 30);  // sparse: no disk, no time
+  EXPECT_NE(error_of([&] { read_csv(dir / "records.csv"); }).find("records.csv: 2147483648 bytes, more than any pln"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

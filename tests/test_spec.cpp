@@ -15,6 +15,7 @@
 #include <sweep/cells.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -134,8 +135,16 @@ std::string refused_value(const Key& key) {
   const auto type = type_name(key);
   if (type == "bool") return "maybe";
   if (type == "integer" || type == "number") {
-    if (key.range.low) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.low) - 1) : Config(*key.range.low - 1));
-    if (key.range.high) return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.high) + 1) : Config(*key.range.high + 1));
+    // A step of at least the bound's own size: -3.4e38 - 1 is -3.4e38 again.
+    const auto step = [](double bound) { return std::max(1.0, std::abs(bound)); };
+    if (key.range.low) {
+      return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.low) - 1)
+                                                      : Config(*key.range.low - step(*key.range.low)));
+    }
+    if (key.range.high) {
+      return value_text(key.value.is_number_integer() ? Config(int64_t(*key.range.high) + 1)
+                                                      : Config(*key.range.high + step(*key.range.high)));
+    }
     return "twelve";
   }
   if (!key.choices.empty() || key.check_text) return "bogus";
@@ -175,6 +184,24 @@ TEST(Spec, ABadValueIsRefusedBeforeAnythingIsWritten) {
             "cnn: gamma must be in (0, 1], got 0");
   EXPECT_EQ(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"lr=0"}); }),
             "fourier: lr must be > 0, got 0");
+  // Values float32 parameters cannot hold are refused by key, before the run
+  // (not mid-run by LibTorch, naming none); a subnormal one is a number.
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"lr=1e308"}); }),
+            "fourier: lr (1e+308) is beyond the range of float32 (3.4028235e+38), in which the network computes");
+  EXPECT_NO_THROW(resolve_config(find_experiment("fourier"), "smoke", {"lr=1e308", "dtype=float64"}));
+  EXPECT_EQ(error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"bias_init=1e308"}); }),
+            "vgg: bias_init must be in [-3.4028234663852886e+38, 3.4028234663852886e+38], got 1e+308");
+  EXPECT_EQ(resolve_config(find_experiment("pinn"), "smoke", {"lr=1e-310"}).at("lr").get<double>(), 1e-310);
+  // Sizes that drive allocations: overflow and the ceiling are refused by key.
+  EXPECT_NE(error_of([] { resolve_config(find_experiment("fourier"), "smoke", {"K=4611686018427387904"}); })
+                .find("fourier: 10 training points per mode of K = 4611686018427387904 is more than 2^63 elements"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve_config(find_experiment("pinn"), "smoke", {"n_interior=1000000000"}); })
+                .find("pinn: n_interior x width is 16000000000 elements, more than the ceiling of 2147483648"),
+            std::string::npos);
+  set_element_ceiling(int64_t{1} << 40);  // --max-elements raises it
+  EXPECT_NO_THROW(resolve_config(find_experiment("pinn"), "smoke", {"n_interior=1000000000", "ntk_every=0"}));
+  set_element_ceiling(kDefaultElementCeiling);
   EXPECT_EQ(error_of([] { resolve_config(find_experiment("vgg"), "smoke", {"width=12", "group=4"}); }),
             "vgg: width must be a multiple of 8, got 12");
   fs::remove_all(root);

@@ -20,6 +20,7 @@ struct DemoArgs {
   exp::DemoConfig config;
   int threads = 0;
   std::string out;
+  bool force = false;
 };
 
 void run(const DemoArgs& args) {
@@ -39,7 +40,7 @@ void run(const DemoArgs& args) {
     fmt::print("{:<12} {:>6} {:>10.4f} {:>10.4f} {:>12.3e} {:>8.1f}\n", r.model, r.width,
                r.max_error, r.rel_l2, r.final_loss, r.seconds);
     std::fflush(stdout);
-  });
+  }, args.force);
   fmt::print("\nLN-Nets: max error >= {:.3f} at every width (one interior stationary point at most);\n"
              "PLN-Nets: max error <= {:.3f} with the same layers and no activation function.\n",
              summary.at("ln_best_max_err").get<double>(), summary.at("pln_worst_max_err").get<double>());
@@ -58,10 +59,12 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--train-points", args->config.train_points, "training points")->capture_default_str();
   cmd->add_option("--seed", args->config.seed, "random seed")->capture_default_str();
   cmd->add_option("--device", args->config.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "threads (default: all cores)");  // resolve_threads checks it
   cmd->add_option("--out", args->out,
                   "directory for the run's records: config.json, summary.json, models.csv, fit.csv (optional); "
                   "`pln plot DIR` draws fit.png");
+  cmd->add_flag("--force", args->force,
+                "replace a finished run of other settings in --out (kept aside until this one finishes)");
   cmd->callback([args] { run(*args); });
 }
 

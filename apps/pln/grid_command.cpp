@@ -28,9 +28,8 @@ void add_grid_command(CLI::App& app) {
   cmd->add_option("experiment", args->experiment, "experiment family")->required();
   cmd->add_option("--preset", args->request.preset, "grid preset")->required();
   cmd->add_option("--out", args->request.out, "grid directory (one sub-directory per cell)")->required();
-  cmd->add_option("--jobs", args->request.jobs, "worker processes")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->request.threads, "threads per worker (default: cores / jobs)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--jobs", args->request.jobs, "worker processes")->capture_default_str();  // run_grid checks it
+  cmd->add_option("--threads", args->request.threads, "threads per worker (default: cores / jobs)");
   cmd->add_option("--device", args->request.device,
                   "every cell's device: cpu, cuda (local --jobs spread over the visible GPUs; one GPU per "
                   "Slurm task) or cuda:N; cells done on another device stay done");

@@ -3,6 +3,8 @@
 #include "commands.h"
 
 #include <records/csv.h>
+#include <records/json.h>
+#include <records/pack.h>
 #include <spec/experiment.h>
 
 #include <fmt/format.h>
@@ -19,10 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string experiment_of(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot open " + file.string());
+  const auto record = exp::read_json_file(file);
   try {
-    return nlohmann::json::parse(in).at("experiment").get<std::string>();
+    return record.at("experiment").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(file.string() + ": " + e.what());
   }
@@ -30,9 +31,14 @@ std::string experiment_of(const fs::path& file) {
 
 bool plot_one(const fs::path& dir, const fs::path& out, bool quiet) {
   if (fs::exists(dir / "grid.json")) {
+    const auto manifest = exp::read_json_file(dir / "grid.json");
     const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
     if (!e.plot_grid) return false;
-    e.plot_grid(dir, exp::read_csv(dir / "records.csv"), out);
+    const auto records = exp::read_csv(dir / "records.csv");
+    // Every family's figures read files of the cells records.csv names: each
+    // must be a cell of this grid, not a path elsewhere.
+    (void)exp::record_cells(manifest, records, dir);
+    e.plot_grid(dir, records, out);
     if (!quiet) fmt::print("plotted grid {}{}\n", dir.string(), out == dir ? "" : " into " + out.string());
     return true;
   }

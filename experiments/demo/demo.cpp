@@ -4,6 +4,7 @@
 #include "records/csv.h"
 #include "run/device.h"
 #include "records/gnuplot.h"
+#include "records/run_state.h"
 #include "run/run.h"
 #include "train/schedule.h"
 #include "train/divergence_guard.h"
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -205,12 +207,15 @@ void write_demo_records(const std::filesystem::path& out, const DemoConfig& c,
 }
 
 Config run_demo_recorded(const DemoConfig& c, int threads, const std::filesystem::path& out,
-                         const std::function<void(const DemoResult&)>& on_done) {
+                         const std::function<void(const DemoResult&)>& on_done, bool force) {
   validate(c);
+  // The demo's directory is a run directory like any other: claimed, and a
+  // finished run in it kept until this one is (see take_run_directory).
+  std::optional<RunDirectory> directory;
+  std::optional<RunningMarker> running;
   if (!out.empty()) {
-    std::filesystem::create_directories(out);
-    // A rerun into a finished directory must not look finished while it runs.
-    std::filesystem::remove(out / "summary.json");
+    directory.emplace(take_run_directory(out, "demo", to_config(c), false, force));
+    running.emplace(out);
     write_run_config(out, "demo", "default", demo_overrides(c), threads, to_config(c));
   }
   const auto results = run_demo(c, on_done);
@@ -218,6 +223,7 @@ Config run_demo_recorded(const DemoConfig& c, int threads, const std::filesystem
   if (!out.empty()) {
     write_demo_records(out, c, results);
     write_summary(out, "demo", summary);
+    directory->finish();
   }
   return summary;
 }

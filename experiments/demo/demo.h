@@ -73,9 +73,12 @@ void write_demo_records(const std::filesystem::path& out, const DemoConfig& conf
 /// before training (run/run.h's write_run_config, preset "default" and the
 /// flags that differ from the defaults as overrides), then models.csv, fit.csv
 /// and last summary.json (write_summary). `threads` is recorded, not set.
+/// `out` is claimed as every run's directory is (take_run_directory: one
+/// process at a time; a finished run of other settings replaced only with
+/// `force`, and kept aside until this one has finished).
 /// Returns summary.json's metrics (demo_summary).
 Config run_demo_recorded(const DemoConfig& config, int threads, const std::filesystem::path& out,
-                         const std::function<void(const DemoResult&)>& on_done = {});
+                         const std::function<void(const DemoResult&)>& on_done = {}, bool force = false);
 
 /// The demo as its records describe it: name "demo", its metrics and
 /// figure (plot_run: every network against the target, from fit.csv). No key

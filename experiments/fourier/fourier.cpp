@@ -57,7 +57,11 @@ KeyTable key_table() {
         if ((layer == "pln" || layer == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
         const int64_t n_train = get_int(c, "n_train");
+        // Sizes first: 2K + 1 and 10K must not overflow in the checks below.
+        check_elements(fmt::format("10 training points per mode of K = {}", K), {10, K});
+        check_elements("the training points x width", {n_train == 0 ? 10 * K : n_train, width});
         if (n_train != 0 && n_train < 2 * K + 1) {
           throw ConfigError(fmt::format(
               "n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)", n_train, K,

@@ -48,6 +48,9 @@ Experiment cnn_experiment() {
   e.run = cnn_run;
   e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
+  // A network whose parameters are not finite from the start (init_scale=1e308)
+  // has no finite loss to report, and records it as "nan".
+  e.may_be_non_finite = {"final_loss", "train_eval_loss", "test_loss"};
   e.grids["smoke"] = {"PLN(4) and ReLU CNNs on 256 random-label images", "smoke", Config{{"labels", "random"}},
                       {{"model", {models(false).values[0], models(false).values[3]}}}};
   e.grids["cpu"] = {"5 models x clean/random labels on 1,000 Fashion-MNIST images, width 32, depth 2, 40 epochs (10 cells)", "cpu",

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 
 namespace pln::exp::images {
 
@@ -31,7 +32,9 @@ KeyTable key_table(const std::string& family, int64_t width, int64_t group, doub
                key::step_size(1000),
                key::gamma(0.1),
                number("init_scale", 1.0, "He initialisation's weights times this"),
-               number("bias_init", 0.0, "every bias's initial value"),
+               // Within float32's range: the biases are float32.
+               number("bias_init", 0.0, closed(-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()),
+                      "every bias's initial value"),
                integer("seed", 0, "seed of the initialisation and the batch order"),
                key::device(),
                key::amp()});
@@ -42,6 +45,7 @@ KeyTable key_table(const std::string& family, int64_t width, int64_t group, doub
         if ((norm == "pln" || norm == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        check_float32_range(c, "lr");  // the networks are float32
         check_amp(c);
         if (check) check(c);
       });

@@ -88,6 +88,9 @@ Experiment vgg_experiment() {
   e.run = vgg_run;
   e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
+  // A network whose parameters are not finite from the start (init_scale=1e308)
+  // has no finite loss to report, and records it as "nan".
+  e.may_be_non_finite = {"final_loss", "train_eval_loss", "test_loss"};
   e.grids["smoke"] = {"PLN(8) and SAT VGG-16 (width 8) on 128 images", "smoke", Config::object(),
                       {{"variant", {activation_panels().values[0], activation_panels().values[3]}}}};
   e.grids["paper"] = {"Figure 4: 5 activation panels (PLN(8), ReLU, Tanh, SAT, SiLU) x 7 lr (0.001..1) x "

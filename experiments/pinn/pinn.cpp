@@ -67,6 +67,15 @@ KeyTable key_table() {
         if ((norm == "pln" || norm == "pls") && width % group != 0) {
           throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
         }
+        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
+        const int64_t n_interior = get_int(c, "n_interior"), n_test = get_int(c, "n_test");
+        const bool two_d = get_string(c, "problem") == "helmholtz2d";
+        check_elements("n_interior x width", {n_interior, width});
+        check_elements(two_d ? "the test grid (n_test^2) x width" : "n_test x width",
+                       {n_test, two_d ? n_test : 1, width});
+        // The output NTK is a square over every training point.
+        const int64_t points = n_interior + std::max<int64_t>(get_int(c, "n_boundary"), 256);
+        if (get_int(c, "ntk_every") > 0) check_elements("the NTK (n_interior + n_boundary)^2", {points, points});
       });
 }
 

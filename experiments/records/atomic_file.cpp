@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -52,11 +53,58 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 }
 
 std::string read_text(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    throw std::runtime_error(path.string() + ": not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path.string());
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+void refuse_control_characters(const std::filesystem::path& path, const std::string& what) {
+  for (char c : path.string()) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      throw std::invalid_argument(what + " holds a control character (a newline, a tab...); refused");
+    }
+  }
+}
+
+void remove_stale_temporaries(const std::filesystem::path& dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const auto name = entry.path().filename().string();
+    // ".<target>.XXXXXX", as write_file_atomic names them (mkstemp's six characters).
+    if (name.size() > 8 && name[0] == '.' && name[name.size() - 7] == '.' && entry.is_regular_file(error)) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
+
+std::filesystem::path path_inside(const std::filesystem::path& root, const std::string& relative,
+                                  const std::string& source) {
+  namespace fs = std::filesystem;
+  auto refuse = [&](const std::string& why) -> fs::path {
+    std::string shown;
+    for (char c : relative) shown += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+    throw std::runtime_error(source + ": the path '" + shown + "' " + why + "; refused");
+  };
+  if (relative.empty()) return refuse("is empty");
+  for (char c : relative) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return refuse("holds a control character");
+  }
+  const fs::path rel(relative);
+  if (rel.is_absolute()) return refuse("is absolute, not inside " + root.string());
+  for (const auto& part : rel) {
+    if (part == "..") return refuse("climbs out of " + root.string() + " (..)");
+  }
+  // A symbolic link on the way may still lead out: compare the resolved paths.
+  const fs::path base = fs::weakly_canonical(root), full = fs::weakly_canonical(root / rel);
+  const auto [end, ignored] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  if (end != base.end()) return refuse("leads out of " + root.string() + " through a symbolic link");
+  return root / rel;
 }
 
 }  // namespace pln::exp

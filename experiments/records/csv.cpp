@@ -1,5 +1,7 @@
 #include "records/csv.h"
 
+#include "records/atomic_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <limits>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -42,7 +45,11 @@ std::string CsvTable::get(size_t row, const std::string& name) const {
   return i ? rows.at(row).at(*i) : std::string();
 }
 
-CsvTable parse_csv(const std::string& text, const std::string& source) {
+CsvTable parse_csv(const std::string& raw, const std::string& source) {
+  // A spreadsheet that saves as "UTF-8 CSV" puts a byte-order mark first,
+  // which would otherwise become part of the first column's name.
+  const std::string_view bom = "\xEF\xBB\xBF";
+  const std::string text = raw.compare(0, bom.size(), bom) == 0 ? raw.substr(bom.size()) : raw;
   std::vector<std::vector<std::string>> lines;
   std::vector<std::string> record;
   std::string field;
@@ -109,12 +116,18 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
   return table;
 }
 
+// The largest CSV file read: pln's largest record (a 2-D PINN's
+// solution.csv on a 1001 x 1001 grid) is about 60 MB; a bigger file is not a
+// record, and reading it would hold it whole in memory.
+constexpr std::uintmax_t kMaxCsvBytes = std::uintmax_t{1} << 30;
+
 CsvTable read_csv(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_csv(text.str(), path.string());
+  std::error_code error;
+  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxCsvBytes) {
+    throw std::runtime_error(fmt::format("{}: {} bytes, more than any pln record ({} MiB at most)", path.string(), size,
+                                         kMaxCsvBytes >> 20));
+  }
+  return parse_csv(read_text(path), path.string());
 }
 
 std::string to_csv(const CsvTable& table) {

@@ -41,6 +41,16 @@ FileLock FileLock::wait_for(const std::filesystem::path& path) {
   return FileLock(fd);
 }
 
+FileLock FileLock::wait_for_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open the folder " + dir.string() + ": " + std::strerror(errno));
+  if (const int err = lock(fd, LOCK_EX); err != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot lock the folder " + dir.string() + ": " + std::strerror(err));
+  }
+  return FileLock(fd);
+}
+
 std::optional<FileLock> FileLock::try_take(const std::filesystem::path& path) {
   const int fd = open_lock_file(path);
   const int err = lock(fd, LOCK_EX | LOCK_NB);

@@ -16,6 +16,9 @@ class FileLock {
  public:
   /// Waits for the lock on `path` (created if missing).
   static FileLock wait_for(const std::filesystem::path& path);
+  /// Waits for the lock on the directory `dir` itself, which leaves no lock
+  /// file behind: for a writer that swaps a folder inside `dir` by renaming.
+  static FileLock wait_for_directory(const std::filesystem::path& dir);
   /// The lock on `path` if no other process holds it now.
   static std::optional<FileLock> try_take(const std::filesystem::path& path);
   /// The lock that a parent took on `path` and handed to this process as file

@@ -25,9 +25,16 @@ std::map<std::string, std::string> quoted_run_files(const std::filesystem::path&
 }
 
 std::string gnuplot_quote(const std::string& text) {
+  // Inside single quotes gnuplot interprets nothing (no backslash escapes, no
+  // `backquote` substitution, no @macros), save '' for a quote. Only a line
+  // break ends the literal early, and gnuplot then runs the rest of the line
+  // as a command; labels come from records anyone may have written, so every
+  // control character is written as visible \xNN text instead.
   std::string out = "'";
   for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
     if (c == '\'') out += "''";
+    else if (byte < 0x20 || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
     else out += c;
   }
   return out + "'";

@@ -1,20 +1,55 @@
 #include "records/json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 namespace pln::exp {
 
-Config read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
+namespace {
+
+struct TooDeep {};
+
+}  // namespace
+
+Config parse_json_text(const std::string& text, const std::string& source) {
+  // nlohmann's parser keeps its own stack, but it builds what it reads: the
+  // callback refuses a nesting level before anything that deep exists.
+  const Config::parser_callback_t limit_depth = [](int depth, nlohmann::json::parse_event_t event, Config&) {
+    if (event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) {
+      if (depth >= kMaxJsonDepth) throw TooDeep{};
+    }
+    return true;
+  };
   try {
-    return Config::parse(in);
+    return Config::parse(text, limit_depth);
+  } catch (const TooDeep&) {
+    throw std::runtime_error(fmt::format("{}: not a pln record: JSON nested deeper than {} levels", source,
+                                         kMaxJsonDepth));
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+    throw std::runtime_error(source + ": not valid JSON: " + e.what());
   }
+}
+
+Config read_json_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw std::runtime_error(std::filesystem::exists(path, error) ? path.string() + ": not a regular file"
+                                                                   : "cannot open " + path.string());
+  }
+  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxJsonBytes) {
+    throw std::runtime_error(fmt::format("{}: {} bytes, more than any pln record ({} MiB at most)", path.string(),
+                                         size, kMaxJsonBytes >> 20));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_json_text(text.str(), path.string());
 }
 
 Config non_finite_as_text(const Config& value) {

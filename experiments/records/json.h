@@ -4,13 +4,29 @@
 
 #include "spec/config.h"
 
+#include <cstdint>
 #include <filesystem>
+#include <string>
 #include <optional>
 
 namespace pln::exp {
 
+/// The deepest nesting a JSON record may have. pln's own records nest four
+/// levels at most; the limit stops a crafted file from exhausting the stack of
+/// the code that walks the document (copies and comparisons recurse).
+constexpr int kMaxJsonDepth = 64;
+
+/// The largest JSON file read: pln's largest record (a paper grid's grid.json)
+/// is well under a megabyte, so a bigger file is not a record.
+constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{64} << 20;
+
+/// `text` parsed as JSON; throws std::runtime_error starting with `source`
+/// when it is not JSON or nests deeper than kMaxJsonDepth.
+Config parse_json_text(const std::string& text, const std::string& source);
+
 /// A JSON file's content; throws std::runtime_error naming the file when it
-/// cannot be read or is not JSON.
+/// cannot be read, is larger than kMaxJsonBytes, is not JSON or nests deeper
+/// than kMaxJsonDepth.
 Config read_json_file(const std::filesystem::path& path);
 
 /// `value` with every number that is not finite, at any depth, replaced by the

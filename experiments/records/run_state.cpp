@@ -1,6 +1,7 @@
 #include "records/run_state.h"
 
 #include "records/atomic_file.h"
+#include "records/json.h"
 #include "spec/config.h"
 #include "sweep/process.h"
 
@@ -61,8 +62,7 @@ CellStatus cell_status(const fs::path& run_dir, bool finished) {
   if (finished) return {CellState::kDone, ""};
   if (fs::exists(run_dir / kMarker)) {
     try {
-      std::ifstream in(run_dir / kMarker);
-      const auto marker = Config::parse(in);
+      const auto marker = read_json_file(run_dir / kMarker);
       const auto host = marker.at("host").get<std::string>();
       const long pid = marker.at("pid").get<long>();
       const auto detail = fmt::format("on {}, pid {}, since {}", host, pid, marker.at("started").get<std::string>());

@@ -102,8 +102,7 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
   const auto manifest_path = dir / "grid.json";
   Config manifest;
   try {
-    std::ifstream in(manifest_path);
-    manifest = Config::parse(in);
+    manifest = read_json_file(manifest_path);
   } catch (const std::exception& e) {
     problems.push_back(fmt::format("{}: unreadable: {}", manifest_path.string(), e.what()));
     return;
@@ -142,6 +141,23 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
     problems.push_back(fmt::format("{}: {} rows, the grid has {} cells", records_path.string(),
                                    records.rows.size(), expected));
   }
+  // pln writes no control character into a record; one there (a newline in a
+  // label) is a crafted or damaged file.
+  auto control = [](const std::string& text) {
+    return std::any_of(text.begin(), text.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  };
+  for (size_t c = 0; c < records.header.size(); ++c) {
+    if (control(records.header[c])) {
+      problems.push_back(fmt::format("{}: column {}'s name holds a control character", records_path.string(), c + 1));
+    }
+    for (size_t r = 0; r < records.rows.size(); ++r) {
+      if (control(records.rows[r][c])) {
+        problems.push_back(fmt::format("{}: row {}, column '{}' holds a control character", records_path.string(),
+                                       r + 1, control(records.header[c]) ? std::to_string(c + 1) : records.header[c]));
+      }
+    }
+  }
   std::set<std::string> seen;
   for (size_t r = 0; r < records.rows.size(); ++r) {
     const auto id = records.get(r, "cell");
@@ -171,8 +187,7 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
 void check_summary(const fs::path& path, std::vector<std::string>& problems) {
   Config summary;
   try {
-    std::ifstream in(path);
-    summary = Config::parse(in);
+    summary = read_json_file(path);
   } catch (const std::exception& e) {
     problems.push_back(fmt::format("{}: unreadable: {}", path.string(), e.what()));
     return;

@@ -1,12 +1,14 @@
 #include "run/checkpoint.h"
 
 #include "records/atomic_file.h"
+#include "records/json.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -49,7 +51,7 @@ std::string state_document(const TrainingState& state) {
 }
 
 TrainingState parse_state(const std::string& text, const std::filesystem::path& file) {
-  const auto doc = Config::parse(text);
+  const auto doc = parse_json_text(text, file.string() + ": training state");
   TrainingState state;
   state.step = doc.at("step").get<int64_t>();
   state.epochs_done = doc.at("epochs_done").get<int64_t>();
@@ -61,6 +63,81 @@ TrainingState parse_state(const std::string& text, const std::filesystem::path& 
     state.logs[item.key()] = parse_csv(item.value().get<std::string>(), file.string() + ":" + item.key());
   }
   return state;
+}
+
+// Little-endian integers of a zip archive's records.
+uint64_t little_endian(const std::string& bytes, size_t at, int width) {
+  uint64_t value = 0;
+  for (int i = width - 1; i >= 0; --i) value = value << 8 | static_cast<unsigned char>(bytes.at(at + i));
+  return value;
+}
+
+// An entry's uncompressed size from its zip64 extra field (id 1, the size
+// first), for an entry whose 32-bit field says 0xffffffff; "unbounded" when
+// the field is missing.
+uint64_t zip64_size(const std::string& bytes, size_t extra, uint64_t length) {
+  for (size_t at = extra; at + 4 <= extra + length && at + 4 <= bytes.size();) {
+    const auto id = little_endian(bytes, at, 2), size = little_endian(bytes, at + 2, 2);
+    if (id == 1 && size >= 8 && at + 12 <= bytes.size()) return little_endian(bytes, at + 4, 8);
+    at += 4 + size;
+  }
+  return std::numeric_limits<uint64_t>::max() / 2;
+}
+
+// A checkpoint is a zip archive: LibTorch stores its tensors and pickles and
+// deflates only its TorchScript code, a few KiB. A deflated entry could
+// inflate to any size while it loads (a 4 MB file's data.pkl to 4 GiB), and
+// the loader allocates what the zip directory declares, so the declared sizes
+// of the deflated entries are bounded before LibTorch reads one; a stored
+// entry holds only bytes the file has.
+constexpr uint64_t kMaxInflatedBytes = uint64_t{64} << 20;
+
+void check_inflated_sizes(const std::filesystem::path& file) {
+  auto corrupt = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("checkpoint {} is unreadable or corrupt: {}", file.string(), why));
+  };
+  if (!std::filesystem::is_regular_file(file)) throw corrupt("not a regular file");
+  const std::string bytes = read_text(file);
+  // The end-of-central-directory record: 22 bytes and a comment of up to 64 KiB.
+  constexpr size_t kEnd = 22;
+  if (bytes.size() < kEnd) throw corrupt("too short for a zip archive");
+  size_t end = std::string::npos;
+  for (size_t at = bytes.size() - kEnd + 1; at-- > 0 && bytes.size() - at <= kEnd + 0xffff;) {
+    if (little_endian(bytes, at, 4) == 0x06054b50) {
+      end = at;
+      break;
+    }
+  }
+  if (end == std::string::npos) throw corrupt("no zip directory");
+  uint64_t entries = little_endian(bytes, end + 10, 2), offset = little_endian(bytes, end + 16, 4);
+  if (entries == 0xffff || offset == 0xffffffff) {
+    // Zip64: a locator just before the record points at the 64-bit record.
+    if (end < 20 || little_endian(bytes, end - 20, 4) != 0x07064b50) throw corrupt("no zip64 directory locator");
+    const uint64_t record = little_endian(bytes, end - 20 + 8, 8);
+    if (record + 56 > bytes.size() || little_endian(bytes, record, 4) != 0x06064b50) {
+      throw corrupt("no zip64 directory");
+    }
+    entries = little_endian(bytes, record + 32, 8);
+    offset = little_endian(bytes, record + 48, 8);
+  }
+  size_t at = offset;
+  uint64_t inflated = 0;
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (at + 46 > bytes.size() || little_endian(bytes, at, 4) != 0x02014b50) throw corrupt("a broken zip directory");
+    const auto method = little_endian(bytes, at + 10, 2), size = little_endian(bytes, at + 24, 4);
+    const auto name_length = little_endian(bytes, at + 28, 2);
+    if (method != 0) {
+      const auto extra_length = little_endian(bytes, at + 30, 2);
+      inflated += size != 0xffffffff ? size : zip64_size(bytes, at + 46 + name_length, extra_length);
+      if (inflated > kMaxInflatedBytes) {
+        throw corrupt(fmt::format("its compressed entries would inflate to more than {} MiB (the last, {}); "
+                                  "LibTorch compresses only a few KiB of code",
+                                  kMaxInflatedBytes >> 20,
+                                  at + 46 + name_length <= bytes.size() ? bytes.substr(at + 46, name_length) : "?"));
+      }
+    }
+    at += 46 + name_length + little_endian(bytes, at + 30, 2) + little_endian(bytes, at + 32, 2);
+  }
 }
 
 // Writes `file` atomically.
@@ -96,6 +173,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   torch::serialize::InputArchive archive, model, optim, kept;
   c10::IValue saved_config, saved_state;
   torch::Tensor default_generator_state, generator_state;
+  check_inflated_sizes(file);
   try {
     archive.load_from(file.string(), device);
     archive.read("config", saved_config);
@@ -105,7 +183,7 @@ void load_checkpoint(const std::filesystem::path& file, const Config& config, to
   }
   Config saved;
   try {
-    saved = Config::parse(saved_config.toStringRef());
+    saved = parse_json_text(saved_config.toStringRef(), file.string() + ": configuration");
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("checkpoint {} holds no readable configuration: {}", file.string(), e.what()));
   }

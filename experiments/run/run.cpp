@@ -33,9 +33,12 @@ Config resolve_config(const Experiment& experiment, const std::string& preset,
 }
 
 int resolve_threads(int requested) {
-  if (requested < 0) throw std::invalid_argument(fmt::format("--threads must be >= 0, got {}", requested));
-  if (requested > 0) return requested;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (requested < 0 || requested > kMaxThreadsPerCpu * cpus) {
+    throw std::invalid_argument(fmt::format("--threads must be in 0..{} ({} per CPU; 0: one per CPU), got {}",
+                                            kMaxThreadsPerCpu * cpus, kMaxThreadsPerCpu, requested));
+  }
+  return requested > 0 ? requested : cpus;
 }
 
 Config write_run_config(const std::filesystem::path& out, const std::string& experiment, const std::string& preset,
@@ -62,6 +65,123 @@ Config write_summary(const std::filesystem::path& out, const std::string& experi
   return document;
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// Files a run's directory holds that belong to the run now starting, not to
+// the finished one it replaces: the claim, and the log its launcher opened.
+bool belongs_to_this_run(const fs::path& name) {
+  return name == claim_file("").filename() || name == "run.log" || name == ".replaced";
+}
+
+// What differs between the finished run's record and this run's
+// configuration, for the message; empty when it is the same run.
+std::vector<std::string> how_it_differs(const Config& record, const std::string& experiment, const Config& config) {
+  if (!record.is_object() || !record.contains("experiment") || !record.contains("config")) {
+    return {"its config.json is not a pln run record"};
+  }
+  if (record.at("experiment") != experiment) {
+    return {fmt::format("a {} run, not {}", value_text(record.at("experiment")), experiment)};
+  }
+  // The device is where a run ran, not what it computed (grids treat it so too).
+  Config ran = record.at("config"), now = non_finite_as_text(config);
+  if (ran.is_object()) ran.erase("device");
+  now.erase("device");
+  if (!ran.is_object()) return {"its config.json holds no configuration"};
+  std::vector<std::string> differences;
+  for (const auto& item : now.items()) {
+    if (!ran.contains(item.key())) differences.push_back(item.key() + " (absent there)");
+    else if (ran.at(item.key()) != item.value()) {
+      differences.push_back(fmt::format("{}={} there", item.key(), value_text(ran.at(item.key()))));
+    }
+  }
+  for (const auto& item : ran.items()) {
+    if (!now.contains(item.key())) differences.push_back(item.key() + " (absent here)");
+  }
+  return differences;
+}
+
+}  // namespace
+
+void RunDirectory::finish() {
+  if (set_aside.empty()) return;
+  std::error_code ignored;
+  fs::remove_all(set_aside, ignored);
+  set_aside.clear();
+}
+
+namespace {
+
+// Removes what a stopped replacement left in `out` (its finished
+// predecessor waits in .replaced, with whatever else the directory held), so
+// that none of it stays beside a fresh start's files.
+void clear_unfinished(const fs::path& out) {
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (!belongs_to_this_run(entry.path().filename())) fs::remove_all(entry.path());
+  }
+}
+
+}  // namespace
+
+RunDirectory take_run_directory(const fs::path& out, const std::string& experiment, const Config& config,
+                                bool resume, bool force) {
+  refuse_control_characters(out, "--out");
+  fs::create_directories(out);
+  // One process per run directory: a second grid or a requeued task on the
+  // same cell leaves it to the first.
+  RunDirectory dir{claim_run(out), std::nullopt, {}};
+  // A run killed while writing a record leaves its temporary file behind.
+  remove_stale_temporaries(out);
+  const fs::path aside = out / ".replaced";
+  // The finished run here: in the directory, or set aside by a replacement
+  // that was stopped before it finished.
+  const fs::path finished = fs::exists(out / "summary.json")     ? out
+                            : fs::exists(aside / "summary.json") ? aside
+                                                                 : fs::path();
+  if (finished.empty()) return dir;
+  std::vector<std::string> differences;
+  try {
+    differences = how_it_differs(read_json_file(finished / "config.json"), experiment, config);
+  } catch (const std::exception& e) {
+    differences = {e.what()};
+  }
+  if (finished == out && differences.empty() && resume) {
+    dir.finished = read_json_file(out / "summary.json");
+    return dir;
+  }
+  if (!differences.empty() && !force) {
+    throw std::invalid_argument(fmt::format(
+        "{} holds a finished run of another family or configuration{} ({}); it is left as it is: choose "
+        "another --out, or pass --force to replace it (its files wait in {} and are deleted when this run "
+        "finishes)", out.string(), finished == aside ? ", set aside by a replacement that did not finish," : "",
+        fmt::join(differences, "; "), aside.string()));
+  }
+  dir.set_aside = aside;
+  if (finished == aside) {
+    // The finished run already waits aside; the stopped replacement's files
+    // are resumed, or cleared for a fresh start.
+    if (!resume) clear_unfinished(out);
+    return dir;
+  }
+  // The finished run waits aside, whole, until the new one is: a run that
+  // fails or is stopped leaves it there, and the directory does not look
+  // finished while the new run writes into it.
+  fs::remove_all(aside);
+  fs::create_directory(aside);
+  size_t moved = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (belongs_to_this_run(entry.path().filename())) continue;
+    fs::rename(entry.path(), aside / entry.path().filename());
+    ++moved;
+  }
+  const std::string which =
+      differences.empty() ? std::string("this configuration") : fmt::format("{}", fmt::join(differences, "; "));
+  fmt::print("{}: the finished run there ({}) is set aside in {} ({} file(s)) and deleted when this run finishes\n",
+             out.string(), which, aside.string(), moved);
+  return dir;
+}
+
 Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   if (request.out.empty()) throw std::invalid_argument("--out DIR is required");
   const Config config = resolve_config(experiment, request.preset, request.sets);
@@ -70,15 +190,17 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
     throw std::invalid_argument(fmt::format("{} keeps no checkpoint; --resume is not available", experiment.name));
   }
   const torch::Device device = config_device(config);
-  std::filesystem::create_directories(request.out);
-  // One process per run directory: a second grid or a requeued task on the
-  // same cell leaves it to the first.
-  const FileLock claim = claim_run(request.out);
+  RunDirectory directory = take_run_directory(request.out, experiment.name, config, request.resume, request.force);
+  if (directory.finished) {
+    fmt::print("pln {}: {} holds this configuration's finished run; nothing to resume\n", experiment.name,
+               request.out.string());
+    Config summary = *directory.finished;
+    summary.erase("experiment");
+    return summary;
+  }
   set_threads(threads);
   keep_freed_memory();
 
-  // A rerun into a finished directory must not look finished while it runs.
-  std::filesystem::remove(request.out / "summary.json");
   const RunningMarker running(request.out);
   const Config record = write_run_config(request.out, experiment.name, request.preset, request.sets, threads, config);
 
@@ -100,6 +222,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
     }
   }
   write_summary(request.out, experiment.name, summary);
+  directory.finish();
   fmt::print("summary:");
   for (const auto& item : summary.items()) fmt::print(" {}={}", item.key(), value_text(item.value()));
   fmt::print("\nwrote {}\n", (request.out / "summary.json").string());

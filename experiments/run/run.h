@@ -3,6 +3,7 @@
 // it, train, then write summary.json. A run directory holding summary.json is
 // complete; one without it was interrupted or failed.
 
+#include "records/file_lock.h"
 #include "spec/experiment.h"
 
 #include <filesystem>
@@ -18,7 +19,33 @@ struct RunRequest {
   std::filesystem::path out;
   int threads = 0;                 ///< 0: all cores
   bool resume = false;             ///< continue from the run's checkpoint (resumable experiments)
+  bool force = false;              ///< replace a finished run of another family or configuration in `out`
 };
+
+/// A run's hold on its directory, taken before anything is written there:
+/// the claim (one process per directory, see claim_run) and what became of a
+/// finished run the directory held. A finished run is never deleted before
+/// the new one is: it waits in `set_aside` until finish() is called.
+struct RunDirectory {
+  FileLock claim;
+  std::optional<Config> finished;  ///< summary.json of this same configuration's finished run, with `resume`
+  std::filesystem::path set_aside; ///< where the finished run being replaced waits; empty when none
+  /// Deletes the finished run set aside: the new one is complete.
+  void finish();
+};
+
+/// Claims `out` (creating it) for a run of `experiment` with the resolved
+/// `config`. When `out` holds a finished run (summary.json): with `resume` and
+/// the same family and configuration, nothing is to be done and `finished`
+/// holds its summary; of the same family and configuration otherwise, or with
+/// `force`, its files are set aside (out/.replaced) until the new run
+/// finishes; of another family or configuration without `force`, throws
+/// std::invalid_argument naming the directory, the keys that differ and what
+/// --force would do. A finished run already in out/.replaced (its replacement
+/// was stopped) counts as the directory's; a fresh start then clears what the
+/// stopped replacement left. Stale temporary files are removed.
+RunDirectory take_run_directory(const std::filesystem::path& out, const std::string& experiment,
+                                const Config& config, bool resume, bool force);
 
 /// The preset with the overrides applied, validated by the family's key table
 /// (each key's type, range and values, and the family's checks across keys);
@@ -43,7 +70,13 @@ Config write_run_config(const std::filesystem::path& out, const std::string& exp
 /// "inf", "-inf" or "nan" (see non_finite_as_text). Returns the document.
 Config write_summary(const std::filesystem::path& out, const std::string& experiment, const Config& summary);
 
-/// Threads to use for a request of `requested` (0: every core).
+/// The most threads (or grid workers) a run takes per CPU: more only share
+/// the cores, while each costs a stack and the OpenMP pool spins them.
+constexpr int kMaxThreadsPerCpu = 4;
+
+/// Threads to use for a request of `requested` (0: every core); throws
+/// std::invalid_argument stating the range for a negative request or one over
+/// kMaxThreadsPerCpu threads per CPU.
 int resolve_threads(int requested);
 
 }  // namespace pln::exp

@@ -4,7 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -58,13 +62,13 @@ bool parse_int(const std::string& text, int64_t& out) {
 }
 
 bool parse_double(const std::string& text, double& out) {
-  size_t used = 0;
-  try {
-    out = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == text.size() && std::isfinite(out);
+  // strtod, not stod: stod refuses a subnormal number (1e-310) as out of range.
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return false;
+  return std::isfinite(out) && !(errno == ERANGE && std::abs(out) > 1);
 }
 
 // A bound as the key's type writes it: 1 for an integer key, 0.5 for a number.
@@ -118,6 +122,37 @@ Key make_key(std::string name, Config value, std::string help) {
 }
 
 }  // namespace
+
+namespace {
+int64_t g_element_ceiling = kDefaultElementCeiling;
+}  // namespace
+
+int64_t element_ceiling() { return g_element_ceiling; }
+
+void set_element_ceiling(int64_t ceiling) {
+  if (ceiling < 1) throw std::invalid_argument(fmt::format("--max-elements must be >= 1, got {}", ceiling));
+  g_element_ceiling = ceiling;
+}
+
+void check_elements(const std::string& what, const std::vector<int64_t>& factors) {
+  int64_t product = 1;
+  bool overflow = false;
+  for (int64_t f : factors) overflow = overflow || f < 0 || __builtin_mul_overflow(product, f, &product);
+  if (overflow || product > g_element_ceiling) {
+    throw ConfigError(fmt::format("{} is {} elements, more than the ceiling of {} for one tensor "
+                                  "(--max-elements N raises it)", what,
+                                  overflow ? std::string("more than 2^63") : std::to_string(product),
+                                  g_element_ceiling));
+  }
+}
+
+void check_float32_range(const Config& config, const std::string& key) {
+  const double value = get_double(config, key);
+  if (std::abs(value) > std::numeric_limits<float>::max()) {
+    throw ConfigError(fmt::format("{} ({}) is beyond the range of float32 ({}), in which the network computes", key,
+                                  value, std::numeric_limits<float>::max()));
+  }
+}
 
 Range any_value() { return {}; }
 Range at_least(double low) { return {low, std::nullopt, false, false}; }

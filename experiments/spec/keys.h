@@ -109,6 +109,25 @@ class KeyTable {
   Check check_;
 };
 
+/// The most elements one tensor that a configuration sizes may hold: 2^31,
+/// 8 GiB of float32, above what any preset needs (the largest, pinn's paper
+/// NTK, holds 3e7). A configuration over it (n_interior=1e9, or a record's
+/// K=2^62) is refused before anything is allocated, rather than left to
+/// exhaust the machine's memory; `--max-elements N` raises it for one run.
+constexpr int64_t kDefaultElementCeiling = int64_t{1} << 31;
+int64_t element_ceiling();
+void set_element_ceiling(int64_t ceiling);
+
+/// Throws ConfigError naming `what` (e.g. "n_interior x width") when the
+/// product of `factors` overflows 64 bits or exceeds element_ceiling().
+void check_elements(const std::string& what, const std::vector<int64_t>& factors);
+
+/// Throws ConfigError naming `key` when its number is beyond float32's range:
+/// the optimisers multiply a learning rate into float32 parameters, where a
+/// larger one would fail mid-run in LibTorch, naming no key. For the keys of
+/// a family (or a dtype) that computes in float32.
+void check_float32_range(const Config& config, const std::string& key);
+
 /// The key's type as --help names it: integer, number, bool or text.
 std::string type_name(const Key& key);
 /// What the key allows, as --help and the errors write it: ">= 1", "in [0, 1)",

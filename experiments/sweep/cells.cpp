@@ -151,7 +151,15 @@ std::vector<std::string> cell_command(const Experiment& experiment, const GridSp
     argv.push_back(s);
   }
   argv.insert(argv.end(), {"--threads", std::to_string(threads), "--out", (out / cell.id).string()});
-  if (experiment.resumable && !ran_with_other_settings(experiment, spec, cell, out)) argv.push_back("--resume");
+  const bool other_settings = ran_with_other_settings(experiment, spec, cell, out);
+  if (experiment.resumable && !other_settings) argv.push_back("--resume");
+  // The grid owns its cells: one finished with settings the grid no longer
+  // has runs again, replacing it (see take_run_directory), as does one whose
+  // replacement was stopped.
+  if ((other_settings && std::filesystem::exists(out / cell.id / "summary.json")) ||
+      std::filesystem::exists(out / cell.id / ".replaced" / "summary.json")) {
+    argv.push_back("--force");
+  }
   return argv;
 }
 
@@ -209,11 +217,25 @@ std::vector<std::string> Sweep::command(const GridCell& cell) const {
 
 bool Sweep::is_done(const GridCell& cell) const { return cell_done(*spec, cell, out); }
 
-size_t Sweep::write_records() const {
+namespace {
+
+CsvTable write_records_locked(const GridSpec& spec, const std::vector<GridCell>& cells,
+                              const std::filesystem::path& out) {
   const FileLock records_lock = FileLock::wait_for(out / "records.lock");
-  const auto table = collect_records(*spec, cells, out);
+  auto table = collect_records(spec, cells, out);
   write_file_atomic(out / "records.csv", to_csv(table));
-  return table.rows.size();
+  return table;
+}
+
+}  // namespace
+
+size_t Sweep::write_records() const { return write_records_locked(*spec, cells, out).rows.size(); }
+
+std::optional<CsvTable> rebuild_records(const Experiment& experiment, const std::string& grid,
+                                        const std::filesystem::path& out) {
+  const auto spec = experiment.grids.find(grid);
+  if (spec == experiment.grids.end()) return std::nullopt;
+  return write_records_locked(spec->second, expand_grid(spec->second), out);
 }
 
 Sweep prepare_sweep(const Experiment& experiment, const std::string& grid, const std::filesystem::path& out,
@@ -254,6 +276,7 @@ Sweep prepare_sweep(const Experiment& experiment, const std::string& grid, const
     sweep.pending.push_back(&cell);
   }
   if (elsewhere > 0) fmt::print("{} cell(s) running in another process are left to it\n", elsewhere);
+  sweep.running_elsewhere = elsewhere;
   return sweep;
 }
 

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,8 @@ bool cell_done(const GridSpec& spec, const GridCell& cell, const std::filesystem
 
 /// The command line that runs one cell. Cells of resumable experiments get
 /// --resume, unless the cell's directory holds a run of other settings
-/// (another preset or overrides, or preset values changed since), which starts again.
+/// (another preset or overrides, or preset values changed since), which starts
+/// again; a finished one of those with --force (the grid replaces its own cell).
 std::vector<std::string> cell_command(const Experiment& experiment, const GridSpec& spec,
                                       const GridCell& cell, const std::filesystem::path& out,
                                       int threads);
@@ -52,6 +54,13 @@ std::vector<std::string> grid_axes(const std::filesystem::path& dir);
 /// records.csv's table from the finished cells under `out` (columns: cell,
 /// the axes, every config key, every metric; first-seen order).
 CsvTable collect_records(const GridSpec& spec, const std::vector<GridCell>& cells, const std::filesystem::path& out);
+
+/// Rebuilds DIR/records.csv from the finished cells on disk of grid `grid` as
+/// the code defines it today, holding the directory's records lock (a second
+/// grid's older view cannot replace it), and returns the table; nullopt when
+/// the code defines no such grid any more (the records are left as they are).
+std::optional<CsvTable> rebuild_records(const Experiment& experiment, const std::string& grid,
+                                        const std::filesystem::path& out);
 
 /// A grid ready for a launcher: every cell's configuration resolved, the
 /// manifest written, the cells still to run chosen.
@@ -68,6 +77,7 @@ struct Sweep {
   int threads = 1;                           ///< per cell
   std::vector<GridCell> cells;               ///< every cell, in the grid's order
   std::vector<const GridCell*> pending;      ///< neither done nor running in another process
+  size_t running_elsewhere = 0;              ///< cells another process was running when the sweep began
   std::map<std::string, std::string> device_of;  ///< each cell's `device` key
   bool on_cuda = false;                      ///< some cell runs on a CUDA device
 

@@ -9,17 +9,92 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cstdio>
+#include <iterator>
 #include <map>
+#include <memory>
 
 namespace pln::exp {
+
+namespace {
+
+// A grid stopped by a signal to its own process (kill PID, not the group)
+// passes the signal to its workers, so that none outlives it and goes on
+// writing into cells the next grid takes for its own. The handler reads the
+// workers' pids from lock-free atomics, which a signal handler may.
+std::atomic<pid_t>* g_workers = nullptr;
+size_t g_worker_slots = 0;
+volatile sig_atomic_t g_stop_signal = 0;
+
+void forward_to_workers(int signal) {
+  g_stop_signal = signal;
+  for (size_t i = 0; i < g_worker_slots; ++i) {
+    if (const pid_t pid = g_workers[i].load(); pid > 0) ::kill(pid, signal);
+  }
+}
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// The handlers for the launcher's lifetime, the earlier ones back after it.
+class ForwardSignals {
+ public:
+  explicit ForwardSignals(size_t slots) : workers_(new std::atomic<pid_t>[slots]) {
+    for (size_t i = 0; i < slots; ++i) workers_[i] = 0;
+    g_workers = workers_.get();
+    g_worker_slots = slots;
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = forward_to_workers;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      ::sigaction(kForwardedSignals[i], nullptr, &previous_[i]);
+      // A signal the grid was started ignoring (nohup, a background job's
+      // SIGINT) stays ignored, by the grid and by its workers.
+      if (previous_[i].sa_handler != SIG_IGN) ::sigaction(kForwardedSignals[i], &action, nullptr);
+    }
+  }
+  ~ForwardSignals() {
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) ::sigaction(kForwardedSignals[i], &previous_[i], nullptr);
+    g_worker_slots = 0;
+    g_workers = nullptr;
+  }
+  ForwardSignals(const ForwardSignals&) = delete;
+  ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+  /// Records `pid` in a free slot; a signal that came before it is passed on now.
+  void add(pid_t pid) {
+    for (size_t i = 0; i < g_worker_slots; ++i) {
+      pid_t free = 0;
+      if (workers_[i].compare_exchange_strong(free, pid)) break;
+    }
+    if (g_stop_signal != 0) ::kill(pid, g_stop_signal);
+  }
+  void remove(pid_t pid) {
+    for (size_t i = 0; i < g_worker_slots; ++i) {
+      pid_t held = pid;
+      if (workers_[i].compare_exchange_strong(held, 0)) break;
+    }
+  }
+  /// The signal that stopped the grid, 0 while none has.
+  int stop_signal() const { return g_stop_signal; }
+
+ private:
+  std::unique_ptr<std::atomic<pid_t>[]> workers_;
+  struct sigaction previous_[std::size(kForwardedSignals)] {};
+};
+
+}  // namespace
 
 int launch_local(const Sweep& sweep, int jobs) {
   const auto& pending = sweep.pending;
   const auto& out = sweep.out;
+  // Cells running in another process are not done: the records will not hold them yet.
   fmt::print("pln grid {} --preset {}: {} cells, {} done, {} to run; {} job(s) x {} thread(s); out {}\n",
-             sweep.experiment->name, sweep.grid, sweep.cells.size(), sweep.cells.size() - pending.size(),
-             pending.size(), jobs, sweep.threads, out.string());
+             sweep.experiment->name, sweep.grid, sweep.cells.size(),
+             sweep.cells.size() - pending.size() - sweep.running_elsewhere, pending.size(), jobs, sweep.threads,
+             out.string());
   GpuSlots gpus = sweep.on_cuda ? GpuSlots::visible() : GpuSlots(0, nullptr);
   if (sweep.on_cuda) fmt::print("cells on device 'cuda' spread over {} visible GPU(s)\n", gpus.count());
   std::fflush(stdout);
@@ -36,8 +111,9 @@ int launch_local(const Sweep& sweep, int jobs) {
       for (const auto& [pid, cell] : running) ::waitpid(pid, nullptr, 0);
     }
   } stop_workers{running};
-  while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && static_cast<int>(running.size()) < jobs) {
+  ForwardSignals signals(static_cast<size_t>(jobs));
+  while ((next < pending.size() && signals.stop_signal() == 0) || !running.empty()) {
+    while (next < pending.size() && static_cast<int>(running.size()) < jobs && signals.stop_signal() == 0) {
       const auto* cell = pending[next++];
       // The cell is claimed here and the claim handed to its worker, so that
       // another grid on this directory neither runs it at the same time nor
@@ -59,11 +135,13 @@ int launch_local(const Sweep& sweep, int jobs) {
       const pid_t pid = spawn(argv, out / cell->id / "run.log", environment, claim->descriptor());
       running[pid] = cell;
       gpu_of[pid] = gpu;
+      signals.add(pid);
     }
     if (running.empty()) break;
     const auto [pid, code] = wait_child(-1);
     const auto it = running.find(pid);
     if (it == running.end()) continue;
+    signals.remove(pid);
     gpus.give_back(gpu_of[pid]);
     gpu_of.erase(pid);
     const auto* cell = it->second;
@@ -76,6 +154,8 @@ int launch_local(const Sweep& sweep, int jobs) {
     } else if (ok) {
       sweep.write_records();
       fmt::print("[{}/{}] {} done\n", finished, pending.size(), cell->id);
+    } else if (signals.stop_signal() != 0) {
+      fmt::print("[{}/{}] {} stopped by signal {}\n", finished, pending.size(), cell->id, signals.stop_signal());
     } else {
       ++failed;
       fmt::print("[{}/{}] {} FAILED (exit {}); last lines of its run.log:\n{}", finished,
@@ -86,7 +166,16 @@ int launch_local(const Sweep& sweep, int jobs) {
   const size_t records = sweep.write_records();
   fmt::print("records: {} ({} of {} cells)\n", (out / "records.csv").string(), records,
              sweep.cells.size());
-  if (elsewhere > 0) fmt::print("{} cell(s) were left to another process\n", elsewhere);
+  if (elsewhere > 0 || sweep.running_elsewhere > 0) {
+    fmt::print("{} cell(s) were left to another process; rerun `pln grid` when it has finished them to add "
+               "them to the records\n", elsewhere + sweep.running_elsewhere);
+  }
+  if (const int signal = signals.stop_signal(); signal != 0) {
+    // The records hold what finished; the grid then ends as the signal asked.
+    std::fflush(stdout);
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+  }
   return failed;
 }
 

@@ -6,6 +6,8 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -20,9 +22,15 @@ namespace fs = std::filesystem;
   throw std::runtime_error(file.string() + ": " + problem);
 }
 
+// The largest data file pln reads: Fashion-MNIST's training images are 47
+// MB, a CIFAR-10 batch 30 MB; 256 MiB leaves room. A file that inflates to
+// more is not one of them (a gzip bomb would fill the memory first).
+constexpr size_t kMaxDataBytes = size_t{256} << 20;
+
 // The whole file, through zlib (which reads plain files as they are).
 std::vector<uint8_t> read_bytes(const fs::path& file) {
   if (!fs::exists(file)) fail(file, "no such file");
+  if (!fs::is_regular_file(file)) fail(file, "not a regular file");
   gzFile gz = gzopen(file.c_str(), "rb");
   if (!gz) fail(file, "cannot open");
   std::vector<uint8_t> bytes;
@@ -36,6 +44,11 @@ std::vector<uint8_t> read_bytes(const fs::path& file) {
       fail(file, "corrupt gzip stream (" + message + ")");
     }
     if (n == 0) break;
+    if (bytes.size() + static_cast<size_t>(n) > kMaxDataBytes) {
+      gzclose(gz);
+      fail(file, fmt::format("inflates to more than {} MiB, more than any data set pln reads; refused",
+                             kMaxDataBytes >> 20));
+    }
     bytes.insert(bytes.end(), buffer, buffer + n);
   }
   // A gzip stream cut short reads as a short file without an error; gzclose reports it.
@@ -126,19 +139,29 @@ ImageData load_image_data(const std::string& name, const fs::path& dir) {
 }
 
 torch::Tensor fixed_random_labels(int64_t count, int64_t num_classes, uint64_t seed, const fs::path& file) {
-  if (fs::exists(file)) {
-    std::ifstream in(file, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (static_cast<int64_t>(bytes.size()) != count) {
-      fail(file, fmt::format("{} labels stored, the data set has {}; delete it to draw new ones", bytes.size(), count));
-    }
-    return check_labels(torch::from_blob(bytes.data(), {count}, torch::kUInt8).to(torch::kInt64), num_classes, file);
-  }
+  // Drawn from the seed every time: the file is a record of them, which anyone
+  // with write access to its folder could have replaced, so it is compared
+  // with the labels, never trusted in their place.
   std::mt19937_64 rng(seed);
-  std::string bytes(static_cast<size_t>(count), '\0');
-  for (auto& b : bytes) b = static_cast<char>(rng() % static_cast<uint64_t>(num_classes));
-  write_file_atomic(file, bytes);
-  return torch::from_blob(bytes.data(), {count}, torch::kUInt8).to(torch::kInt64);
+  std::string drawn(static_cast<size_t>(count), '\0');
+  for (auto& b : drawn) b = static_cast<char>(rng() % static_cast<uint64_t>(num_classes));
+  if (fs::exists(file)) {
+    if (!fs::is_regular_file(file)) fail(file, "labels_file is not a regular file");
+    if (static_cast<int64_t>(fs::file_size(file)) != count) {
+      fail(file, fmt::format("{} labels stored, the data set has {}; delete it to draw new ones", fs::file_size(file),
+                             count));
+    }
+    const std::string stored = read_text(file);
+    if (stored != drawn) {
+      const auto differ = std::inner_product(stored.begin(), stored.end(), drawn.begin(), int64_t{0}, std::plus<>(),
+                                             std::not_equal_to<>());
+      fail(file, fmt::format("does not hold the random labels of label_seed {} ({} of {} differ); pln did not "
+                             "write it for this seed: delete it to write them again", seed, differ, count));
+    }
+  } else {
+    write_file_atomic(file, drawn);
+  }
+  return torch::from_blob(drawn.data(), {count}, torch::kUInt8).to(torch::kInt64);
 }
 
 std::pair<torch::Tensor, torch::Tensor> channel_stats(const torch::Tensor& images) {

@@ -40,7 +40,8 @@ ImageSet read_cifar10_batches(const std::vector<std::filesystem::path>& files);
 ImageData load_image_data(const std::string& name, const std::filesystem::path& dir);
 
 /// Labels drawn once, uniformly, from `seed`, and kept in `file` (created
-/// atomically when absent, checked when present), so every run that names the
+/// atomically when absent; when present, it must hold exactly the labels the
+/// seed draws, or this throws naming it), so every run that names the
 /// same file trains on the same labels.
 torch::Tensor fixed_random_labels(int64_t count, int64_t num_classes, uint64_t seed,
                                   const std::filesystem::path& file);

@@ -19,7 +19,9 @@ fs::path default_labels_dir(const std::string& data_dir) {
   if (!data_dir.empty() && ::access(data_dir.c_str(), W_OK) == 0) return data_dir;
   if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "pln";
   if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "pln";
-  return fs::temp_directory_path() / "pln";
+  // Not a shared folder such as /tmp, where another user could place the file first.
+  throw std::runtime_error("labels=random: neither XDG_CACHE_HOME nor HOME is set, and data_dir is not writable; "
+                           "set labels_file to where the random labels are to be kept");
 }
 
 void keep_first(ImageSet& set, int64_t n) {

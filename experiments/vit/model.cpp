@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -50,6 +51,7 @@ NormSites parse_norm_sites(const std::string& norm, int64_t group, const std::st
   NormSites out{{norm, group}, {norm, group}, {norm, group}};
   std::stringstream list(sites);
   std::string entry;
+  std::set<std::string> named;
   while (std::getline(list, entry, ',')) {
     if (entry.empty()) continue;
     const auto colon = entry.find(':');
@@ -58,6 +60,10 @@ NormSites parse_norm_sites(const std::string& norm, int64_t group, const std::st
           "vit: norm_sites entry '{}' is not site:kind (sites attn, mlp, final; kinds ln, pln, pls, none)", entry));
     }
     const auto site = entry.substr(0, colon), kind = entry.substr(colon + 1);
+    // Two kinds for one site would leave one silently unused.
+    if (!named.insert(site).second) {
+      throw std::invalid_argument(fmt::format("vit: norm_sites names the site '{}' twice ('{}')", site, sites));
+    }
     check_kind(kind, fmt::format("norm_sites entry '{}'", entry));
     if (site == "attn") {
       out.attn.kind = kind;

@@ -68,9 +68,12 @@ KeyTable key_table() {
                key::amp()});
   return KeyTable("vit", std::move(keys),
       [](const Config& c) {
-        // The network's shape (heads and groups dividing the width) before the
-        // data load; the patch is checked against the real image size after it.
-        (void)options_from_config(c, 1, get_int(c, "patch"), 10);
+        // The network's shape (heads and groups dividing the width) and the
+        // patch against the data set's image side, before anything is written
+        // or loaded (the data sets pln reads have a fixed side each).
+        const int64_t side = get_string(c, "data") == "cifar10" ? 32 : 28;
+        (void)options_from_config(c, 1, side, 10);
+        check_float32_range(c, "lr");  // the network is float32
         check_amp(c);
       });
 }

@@ -154,11 +154,13 @@ def main():
     grid = os.path.join(pristine, "grid")
     must([pln, "grid", "pinn", "--preset", "smoke", "--out", grid, "--jobs", "1", "--threads", "1"])
     must([pln, "pack", grid, os.path.join(pristine, "packed")])
-    # A run stopped with its checkpoint: the run's own checkpoint is kept by
-    # killing it is not reproducible, so the checkpoint of a finished run of
-    # another family's settings stands in: --resume must reject it by name.
+    # A run stopped with its checkpoint: killing a run is not reproducible, so
+    # a finished run's checkpoint, its summary removed, stands in: --resume
+    # must reject a mutated one by name.
     stopped = os.path.join(pristine, "stopped")
     must([pln, "vit", "--preset", "smoke", "--threads", "1", "--out", stopped])
+    # Stopped: without its summary (a finished run's --resume reads nothing).
+    os.remove(os.path.join(stopped, "summary.json"))
     cells = sorted(d for d in os.listdir(grid) if os.path.isdir(os.path.join(grid, d)))
     mutated_cell, kept_cell = cells[0], cells[1]
 
