@@ -21,7 +21,7 @@
 // an add into one FMA across inlined code (-ffp-contract=fast, its default
 // for C++), so the bits the kernels give depend on what is compiled together.
 //
-// Group sizes: small groups (below kLargeFeaturesLast / kLargeStrided) put
+// Group sizes: small groups (below kLargeGroup) put
 // several groups in one register: the inner-strided kernels run along the
 // contiguous position axis with all g rows of a group in step, and the
 // features-last kernels take eight float (four double) groups at a time and
@@ -103,22 +103,16 @@ namespace {
 // task's time dwarfs the thread pool's hand-over (a few microseconds).
 constexpr int64_t kGrainElements = 1 << 15;
 
-// Group sizes from which a group is normalised with SIMD within the group
-// (large_groups.h) rather than across groups. Measured with pln_bench_groups
-// (bench/results/): below these, the kernels that hold several groups in one
-// register win; from them on, the within-group kernels do, and only they keep
-// the error flat in g.
-constexpr int64_t kLargeFeaturesLast = 17;
-constexpr int64_t kLargeStrided = 17;
+// The group size from which a group is normalised with SIMD within the group
+// (large_groups.h), in every layout. Below it, the kernels that hold several
+// groups in a register sum at most 16 values a group in one pass and stay
+// within four times ATen's error; from 17 on one pass loses more
+// (tests/test_accuracy.cpp: g = 24 to 64 failed twice ATen's), so larger
+// groups take the two-pass kernels even where the one-pass ones were faster
+// (g = 32: bench/results/2026-12-04-amd-epyc-zen4-groups.md).
+constexpr int64_t kLargeGroup = 17;
 
-template <typename T>
-bool large_features_last(int64_t G) {
-  return G >= kLargeFeaturesLast;
-}
-template <typename T>
-bool large_strided(int64_t G) {
-  return G >= kLargeStrided;
-}
+bool large_group(int64_t G) { return G >= kLargeGroup; }
 
 // Rows of dweight/dbias partial sums kept in T before they are added to the
 // double sums: float sums of more rows would lose digits as the batch grows.
@@ -412,7 +406,7 @@ void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
   const bool stream = kStreams && streams_output(y, I, g.numel());
-  const bool large = large_strided<T>(G);
+  const bool large = large_group(G);
   const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
   at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * chunk));
@@ -465,7 +459,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.numel() == 0) return;
   if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
-  if (large_features_last<T>(g.group)) return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (large_group(g.group)) return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
 }
 
@@ -527,7 +521,7 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
                             T* dx, ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels;
   using V = NativeVec<T>;
-  const bool large = large_features_last<T>(G), mid = mid_size_group<V>(G);
+  const bool large = large_group(G), mid = mid_size_group<V>(G);
   // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
   const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
   // Small groups add a task's rows up in T before the double sums, as they
@@ -578,7 +572,7 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
   const bool stream = kStreams && streams_output(dx, I, g.numel());
-  const bool large = large_strided<T>(G);
+  const bool large = large_group(G);
   const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
   at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     double* dw = partials.dweight();
