@@ -4,7 +4,8 @@
 // kernels/vec.h and instantiated per capability with its NativeVec (the tail
 // of a group past the last whole register takes ScalarVec: the same code).
 //
-// Sums are blocked: each lane of kUnroll float registers adds at most
+// Sums are blocked (mid-size groups, below, need no widening: each lane adds
+// at most kMidRegisters values): each lane of kUnroll float registers adds at most
 // kFlushSteps values, then the registers are widened and added to double
 // lanes, so the error of a sum does not grow with g (a sequential float sum of
 // g values loses digits in proportion to g; ATen's LayerNorm uses a cascade
