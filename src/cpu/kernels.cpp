@@ -401,14 +401,29 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
 }
 
 // Inner-strided layouts: each task takes whole (outer, group) slabs.
+// How the inner-strided drivers split their work: tasks of whole (outer,
+// group) slabs, kernel calls on chunks of positions.
+struct StridedPlan {
+  int64_t grain;  // slabs a task at least
+  int64_t chunk;  // positions a kernel call at most
+  bool large;     // the large-group kernels
+  bool stream;    // `out` written around the cache
+};
+
+template <typename T>
+StridedPlan strided_plan(const Geometry& g, const T* out) {
+  const bool large = large_group(g.group);
+  return {std::max<int64_t>(1, kGrainElements / (g.group * g.inner)), large ? slab_positions<T>(g.group) : kChunk,
+          large, kStreams && streams_output(out, g.inner, g.numel())};
+}
+
 template <typename T, bool kCenter>
 void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-  const bool stream = kStreams && streams_output(y, I, g.numel());
-  const bool large = large_group(G);
-  const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
-  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+  const StridedPlan plan = strided_plan(g, y);
+  const int64_t chunk = plan.chunk;
+  const bool large = plan.large, stream = plan.stream;
+  at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * chunk));
     std::vector<double> sums(large ? static_cast<size_t>(2 * chunk) : 0);
     for (int64_t s = begin; s < end; ++s) {
@@ -570,11 +585,10 @@ template <typename T, bool kCenter>
 void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
                       ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / (G * I));
-  const bool stream = kStreams && streams_output(dx, I, g.numel());
-  const bool large = large_group(G);
-  const int64_t chunk = large ? slab_positions<T>(G) : kChunk;
-  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+  const StridedPlan plan = strided_plan(g, dx);
+  const int64_t chunk = plan.chunk;
+  const bool large = plan.large, stream = plan.stream;
+  at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
     double* dw = partials.dweight();
     double* db = partials.dbias();
     std::vector<double> sums(large ? static_cast<size_t>(3 * chunk) : 0);
