@@ -128,13 +128,13 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
   torch::manual_seed(0);
   const Problem problem = make_problem("helmholtz1d");
   PinnNet net(spec, torch::kFloat64);
-  const auto x_interior = problem.interior(points, torch::kFloat64);
-  const auto x_boundary = problem.boundary(2, torch::kFloat64);
+  const auto training = training_points(problem, "ours", points, 2, 0, torch::kFloat64);
+  const auto& x_boundary = training.boundary;
   const auto u_boundary = problem.exact(x_boundary);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(1e-3));
   pln::exp::DivergenceGuard guard("bench");
   const auto step = [&] {
-    if (!training_step(net, problem, x_interior, x_boundary, u_boundary, 1.0, optimizer, guard, 0)) {
+    if (!training_step(net, problem, training, u_boundary, {}, optimizer, guard, 0)) {
       throw std::runtime_error("the training loss is not finite");
     }
   };

@@ -171,7 +171,7 @@ TEST(ImagePlanners, CellCounts) {
   EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "norms-cpu")).size(), 30u);
   EXPECT_EQ(expand_grid(find_grid(find_experiment("vgg"), "bias")).size(), 108u);
   EXPECT_EQ(expand_grid(find_grid(find_experiment("fourier"), "paper")).size(), 1440u);
-  EXPECT_EQ(expand_grid(find_grid(find_experiment("pinn"), "table")).size(), 2160u);
+  EXPECT_EQ(expand_grid(find_grid(find_experiment("pinn"), "table-ours")).size(), 2160u);
 }
 
 }  // namespace

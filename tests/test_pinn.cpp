@@ -42,29 +42,57 @@ std::set<std::string> labels_of(const GridSpec& spec, const std::string& axis) {
   return labels;
 }
 
-TEST(PinnGrids, TableSpansTheSearchAxesOfTable1) {
+// `table` is the authors' search at their framework's protocol; `table-ours`
+// the same question at this project's protocol.
+TEST(PinnGrids, TableIsTheAuthorsSearchAtTheirProtocol) {
   const auto& pinn = find_experiment("pinn");
   const auto& table = find_grid(pinn, "table");
-  EXPECT_EQ(table.preset, "paper");
-  EXPECT_EQ(resolve_config(pinn, "paper", {})["n_interior"].get<int64_t>(), 5000);
+  EXPECT_EQ(table.preset, "original");
+  const auto original = resolve_config(pinn, "original", {});
+  EXPECT_EQ(original["points"].get<std::string>(), "deepxde");
+  EXPECT_EQ(original["n_interior"].get<int64_t>(), 5000);
+  EXPECT_EQ(original["n_boundary"].get<int64_t>(), 100);
+  EXPECT_EQ(original["schedule"].get<std::string>(), "constant");
+  EXPECT_EQ(original["dtype"].get<std::string>(), "float64");
+  EXPECT_EQ(original["steps"].get<int64_t>(), 6000);
+  EXPECT_EQ(original["eval_every"].get<int64_t>(), 10);
   EXPECT_EQ(labels_of(table, "model"), (std::set<std::string>{"PLN(4)", "SAT", "Tanh", "ReLU"}));
   EXPECT_EQ(labels_of(table, "width"), (std::set<std::string>{"128", "256"}));
-  EXPECT_EQ(labels_of(table, "depth"), (std::set<std::string>{"2", "3", "4"}));
-  EXPECT_EQ(labels_of(table, "bc_weight"), (std::set<std::string>{"10", "1", "0.1"}));
-  EXPECT_EQ(labels_of(table, "optimizer"), (std::set<std::string>{"adam", "sgd"}));
-  EXPECT_EQ(labels_of(table, "seed").size(), 5u);
-  EXPECT_EQ(expand_grid(table).size(), 4u * 2 * 3 * 3 * 2 * 3 * 5);
+  EXPECT_EQ(labels_of(table, "depth"), (std::set<std::string>{"2", "4", "6"}));
+  EXPECT_EQ(labels_of(table, "pde_bc"), (std::set<std::string>{"10-1", "3-1", "1-1", "1-3", "1-10"}));
+  EXPECT_EQ(labels_of(table, "optimizer_lr"),
+            (std::set<std::string>{"adam 0.0001", "adam 0.0003", "adam 3e-05", "adam 1e-05", "sgd 0.001",
+                                   "sgd 0.0001", "sgd 0.0003", "sgd 3e-05", "sgd 1e-05"}));
+  EXPECT_EQ(labels_of(table, "seed"), (std::set<std::string>{"1", "2", "3", "4", "5"}));
+  EXPECT_EQ(expand_grid(table).size(), 4u * 2 * 3 * 5 * 9 * 5);
+  // The coarse CPU stage runs at the same protocol, on a subset of the axes.
+  const auto& coarse = find_grid(pinn, "table-original-cpu");
+  EXPECT_EQ(coarse.preset, "original");
+  for (const auto& axis : {"model", "depth", "pde_bc", "optimizer_lr"}) {
+    const auto sub = labels_of(coarse, axis), all = labels_of(table, axis);
+    EXPECT_TRUE(std::includes(all.begin(), all.end(), sub.begin(), sub.end())) << axis;
+  }
+
+  const auto& ours = find_grid(pinn, "table-ours");
+  EXPECT_EQ(ours.preset, "paper");
+  EXPECT_EQ(resolve_config(pinn, "paper", {})["points"].get<std::string>(), "ours");
+  EXPECT_EQ(labels_of(ours, "depth"), (std::set<std::string>{"2", "3", "4"}));
+  EXPECT_EQ(labels_of(ours, "bc_weight"), (std::set<std::string>{"10", "1", "0.1"}));
+  EXPECT_EQ(labels_of(ours, "optimizer"), (std::set<std::string>{"adam", "sgd"}));
+  EXPECT_EQ(expand_grid(ours).size(), 4u * 2 * 3 * 3 * 2 * 3 * 5);
   // Table 1's networks have no normalisation layer besides PLN(4).
-  for (const auto& cell : expand_grid(table)) {
-    const auto& sets = cell.sets;
-    const bool pln = std::find(sets.begin(), sets.end(), "norm=pln") != sets.end();
-    EXPECT_TRUE(pln || std::find(sets.begin(), sets.end(), "norm=none") != sets.end()) << cell.id;
+  for (const auto* grid : {&table, &ours}) {
+    for (const auto& cell : expand_grid(*grid)) {
+      const auto& sets = cell.sets;
+      const bool pln = std::find(sets.begin(), sets.end(), "norm=pln") != sets.end();
+      EXPECT_TRUE(pln || std::find(sets.begin(), sets.end(), "norm=none") != sets.end()) << cell.id;
+    }
   }
 }
 
 TEST(PinnGrids, CpuSearchGivesEveryModelTheSameBudget) {
   const auto& pinn = find_experiment("pinn");
-  for (const char* name : {"table-cpu", "table-cpu-long"}) {
+  for (const char* name : {"table-cpu", "table-cpu-long", "table-original-cpu"}) {
     std::map<std::string, int> cells_per_model;
     for (const auto& cell : expand_grid(find_grid(pinn, name))) ++cells_per_model[cell.labels.at("model")];
     ASSERT_EQ(cells_per_model.size(), 4u) << name;
@@ -118,6 +146,46 @@ TEST(PinnProblem, PointSetsAndExactSolution) {
   }
   EXPECT_NE(error_of([] { pinn::make_problem("helmholtz1d").boundary(4, torch::kDouble); }).find("exactly 2 boundary points"), std::string::npos);
   EXPECT_NE(error_of([] { pinn::make_problem("poisson"); }).find("one of helmholtz1d|helmholtz2d, got 'poisson'"), std::string::npos);
+}
+
+// DeepXDE's default points for Interval(-1, 1), computed here another way:
+// the radical inverse by reversing the binary digits of i as text, and the
+// first draws of numpy's `np.random.seed(1); np.random.choice([-1, 1], 8)`.
+TEST(PinnProblem, DeepxdePointsAreTheAuthorsFrameworks) {
+  const auto reversed_binary = [](int64_t i) {
+    std::string digits;
+    for (; i > 0; i /= 2) digits += char('0' + i % 2);  // least significant first = the reversed expansion
+    double v = 0, f = 0.5;
+    for (char d : digits) v += (d == '1') * f, f /= 2;
+    return v;
+  };
+  const auto x = pinn::deepxde_interval_points(5000, torch::kDouble);
+  ASSERT_EQ(x.sizes(), (std::vector<int64_t>{5000, 1}));
+  for (int64_t i = 1; i <= 5000; ++i) ASSERT_EQ(x[i - 1][0].item<double>(), 2 * reversed_binary(i) - 1) << i;
+  EXPECT_EQ(x.min().item<double>(), -0.999755859375);  // neither end is ever drawn
+  EXPECT_EQ(x.max().item<double>(), 0.99951171875);
+  EXPECT_TRUE(torch::equal(pinn::deepxde_interval_points(5000, torch::kFloat).to(torch::kDouble), x));
+
+  const auto ends = pinn::deepxde_interval_ends(8, 1, torch::kDouble).flatten();
+  EXPECT_TRUE(torch::equal(ends, torch::tensor({1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0}, torch::kDouble)))
+      << ends;
+  EXPECT_EQ(pinn::deepxde_interval_ends(500, 1, torch::kDouble).gt(0).sum().item<int64_t>(), 244);
+
+  const auto problem = pinn::make_problem("helmholtz1d");
+  const auto deepxde = pinn::training_points(problem, "deepxde", 50, 10, 2, torch::kDouble);
+  EXPECT_TRUE(torch::equal(deepxde.boundary, pinn::deepxde_interval_ends(10, 2, torch::kDouble)));
+  // The residual is taken at the boundary points too, and the training set holds them twice.
+  EXPECT_TRUE(torch::equal(deepxde.residual, torch::cat({deepxde.boundary, pinn::deepxde_interval_points(50, torch::kDouble)})));
+  EXPECT_EQ(deepxde.all().size(0), 70);
+  // Exactly two boundary points are the two ends, as DeepXDE returns them.
+  EXPECT_TRUE(torch::equal(pinn::training_points(problem, "deepxde", 5, 2, 7, torch::kDouble).boundary,
+                           problem.boundary(2, torch::kDouble)));
+  const auto ours = pinn::training_points(problem, "ours", 50, 2, 0, torch::kDouble);
+  EXPECT_TRUE(torch::equal(ours.residual, problem.interior(50, torch::kDouble)));
+  EXPECT_NE(error_of([&] { pinn::training_points(pinn::make_problem("helmholtz2d"), "deepxde", 5, 8, 0, torch::kDouble); })
+                .find("helmholtz1d only"), std::string::npos);
+  EXPECT_NE(error_of([&] { pinn::training_points(problem, "sobol", 5, 2, 0, torch::kDouble); }).find("ours|deepxde, got 'sobol'"),
+            std::string::npos);
 }
 
 struct NetCase {

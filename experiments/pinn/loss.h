@@ -1,5 +1,5 @@
 #pragma once
-// The PINN training loss, the PDE residual at the interior points (one
+// The PINN training loss, the PDE residual at the residual points (one
 // Taylor-mode forward) and the boundary misfit (one plain forward), and one
 // optimisation step on it. `pln pinn` and bench/bench_pinn_step.cpp both take
 // their steps through training_step.
@@ -14,12 +14,16 @@
 
 namespace pln::exp::pinn {
 
-struct Losses {
-  torch::Tensor pde, bc, total;  ///< mean squared residual, boundary misfit, pde + bc_weight * bc
+struct LossWeights {
+  double pde = 1, bc = 1;
 };
 
-Losses training_losses(PinnNet& net, const Problem& problem, const torch::Tensor& x_interior,
-                       const torch::Tensor& x_boundary, const torch::Tensor& u_boundary, double bc_weight);
+struct Losses {
+  torch::Tensor pde, bc, total;  ///< mean squared residual, boundary misfit, weights.pde * pde + weights.bc * bc
+};
+
+Losses training_losses(PinnNet& net, const Problem& problem, const TrainingPoints& points,
+                       const torch::Tensor& u_boundary, LossWeights weights);
 
 struct Step {
   Losses losses;
@@ -30,9 +34,8 @@ struct Step {
 /// `guard` first) the backward and the optimiser's step. Empty, with nothing
 /// stepped, when the loss is not finite: `guard` has then put back the last
 /// kept parameters and recorded `step`.
-std::optional<Step> training_step(PinnNet& net, const Problem& problem, const torch::Tensor& x_interior,
-                                  const torch::Tensor& x_boundary, const torch::Tensor& u_boundary,
-                                  double bc_weight, torch::optim::Optimizer& optimizer, DivergenceGuard& guard,
-                                  int64_t step);
+std::optional<Step> training_step(PinnNet& net, const Problem& problem, const TrainingPoints& points,
+                                  const torch::Tensor& u_boundary, LossWeights weights,
+                                  torch::optim::Optimizer& optimizer, DivergenceGuard& guard, int64_t step);
 
 }  // namespace pln::exp::pinn

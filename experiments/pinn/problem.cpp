@@ -1,6 +1,7 @@
 #include "pinn/problem.h"
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -98,6 +99,37 @@ torch::Tensor Problem::ntk_interior(torch::Dtype dtype) const {
     points = torch::stack({mesh[0].reshape(-1), mesh[1].reshape(-1)}, 1);
   }
   return points.to(dtype);
+}
+
+torch::Tensor TrainingPoints::all() const { return torch::cat({boundary, residual}); }
+
+torch::Tensor deepxde_interval_points(int64_t n, torch::Dtype dtype) {
+  if (n < 1) throw std::invalid_argument("pinn: n_interior must be >= 1, got " + std::to_string(n));
+  std::vector<double> x(static_cast<size_t>(n));
+  for (int64_t i = 1; i <= n; ++i) x[static_cast<size_t>(i - 1)] = 2 * radical_inverse2(static_cast<uint64_t>(i)) - 1;
+  return torch::tensor(x, torch::kFloat64).reshape({n, 1}).to(dtype);
+}
+
+torch::Tensor deepxde_interval_ends(int64_t n, uint64_t seed, torch::Dtype dtype) {
+  if (n < 1) throw std::invalid_argument("pinn: n_boundary must be >= 1, got " + std::to_string(n));
+  // numpy seeds its legacy generator with the seed's low 32 bits (init_genrand).
+  std::mt19937 draw(static_cast<uint32_t>(seed));
+  std::vector<double> x(static_cast<size_t>(n));
+  for (auto& v : x) v = (draw() & 1u) ? 1.0 : -1.0;
+  return torch::tensor(x, torch::kFloat64).reshape({n, 1}).to(dtype);
+}
+
+TrainingPoints training_points(const Problem& problem, const std::string& scheme, int64_t n_interior,
+                               int64_t n_boundary, uint64_t seed, torch::Dtype dtype) {
+  if (scheme == "ours") return {problem.interior(n_interior, dtype), problem.boundary(n_boundary, dtype)};
+  if (scheme != "deepxde") throw std::invalid_argument("pinn: points must be ours|deepxde, got '" + scheme + "'");
+  if (problem.dim != 1) {
+    throw std::invalid_argument("pinn: points=deepxde is defined for helmholtz1d only (DeepXDE's interval sampler), got " +
+                                problem.name);
+  }
+  // Interval.random_boundary_points returns both ends for exactly two points, else draws.
+  const auto boundary = n_boundary == 2 ? problem.boundary(2, dtype) : deepxde_interval_ends(n_boundary, seed, dtype);
+  return {torch::cat({boundary, deepxde_interval_points(n_interior, dtype)}), boundary};
 }
 
 }  // namespace pln::exp::pinn

@@ -404,7 +404,7 @@ def part_signals():
     for sig in (signal.SIGTERM, signal.SIGINT):
         shutil.rmtree(grid, ignore_errors=True)
         # The pinn table grid's cells run long enough to be caught running.
-        g = start(["grid", "pinn", "--preset", "table", "--out", grid, "--jobs", "2", "--threads", "1"],
+        g = start(["grid", "pinn", "--preset", "table-ours", "--out", grid, "--jobs", "2", "--threads", "1"],
                   os.path.join(WORK, "grid.log"))
         markers = []
         for _ in range(1200):
@@ -434,7 +434,7 @@ def part_signals():
                 if alive(p):
                     os.kill(p, signal.SIGKILL)
             fail(f"workers {workers} outlived the grid stopped by signal {sig}")
-        out = must(["grid", "pinn", "--preset", "table", "--out", grid, "--status", "--json"])
+        out = must(["grid", "pinn", "--preset", "table-ours", "--out", grid, "--status", "--json"])
         status = json.loads(out)
         if status["running"] != 0:
             fail("a stopped grid's cells still read as running", out=out)
