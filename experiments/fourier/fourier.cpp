@@ -207,7 +207,7 @@ std::map<std::string, GridSpec> grids() {
               "cpu", Config{{"steps", 2000}},
               {models(paper_models), integer_axis("width", {64, 128, 256, 512}), integer_axis("K", {4, 16}),
                number_axis("lr", {3e-3, 1e-2}), integer_axis("seed", {0, 1, 2})}};
-  g["paper"] = {"the paper's grid: 6 layer kinds x 4 widths x K 4-32 x 3 learning rates x 5 seeds (1,440 cells)",
+  g["paper"] = {"the original repository's grid: 6 layer kinds x 4 widths x K 4-32 x 3 learning rates x 5 seeds (1,440 cells)",
                 "paper", Config::object(),
                 {models(paper_models), integer_axis("width", {64, 128, 256, 512}),
                  integer_axis("K", {4, 8, 16, 32}), number_axis("lr", {1e-3, 3e-3, 1e-2}),

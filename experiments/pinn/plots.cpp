@@ -99,8 +99,9 @@ std::string error_text(const Best& b, const std::string& m, int64_t w) {
   return it == b.by_width.end() ? "" : fmt::format("{:.3e}", it->second.first);
 }
 
-// The settings of a record that a PINN search varies, in words.
-std::string configuration_of(const CsvTable& t, size_t row) {
+// The settings of a record that a PINN search varies, in words (without its
+// seed: the settings a grid's seeds share).
+std::string settings_of(const CsvTable& t, size_t row) {
   std::string text;
   const auto add = [&](const std::string& key, const std::string& name) {
     if (const auto v = t.get(row, key); !v.empty()) {
@@ -108,13 +109,127 @@ std::string configuration_of(const CsvTable& t, size_t row) {
     }
   };
   add("depth", "depth");
+  if (const auto pde = t.get(row, "pde_weight"); !pde.empty() && pde != "1") add("pde_weight", "pde weight");
   add("bc_weight", "bc weight");
   add("optimizer", "");
   add("lr", "lr");
+  add("schedule", "");
+  add("dtype", "");
   add("steps", "steps");
   add("n_interior", "points");
-  add("seed", "seed");
   return text;
+}
+
+std::string configuration_of(const CsvTable& t, size_t row) {
+  const auto seed = t.get(row, "seed");
+  return settings_of(t, row) + (seed.empty() ? "" : ", seed " + seed);
+}
+
+// A grid at the authors' framework's protocol (`points=deepxde`), whose records
+// hold DeepXDE's error on the training points.
+bool original_protocol(const CsvTable& t) {
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    if (t.get(r, "points") != "deepxde") return false;
+  }
+  return !t.rows.empty() && !t.get(0, "rel_l2_train").empty();
+}
+
+// The lowest error of each (model, width) in a grid of this project's protocol,
+// with the configuration that gave it.
+std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best_of_records(const CsvTable& t) {
+  std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const double err = number_value(t.get(r, "rel_l2")), width = number_value(t.get(r, "width"));
+    if (!std::isfinite(err) || !std::isfinite(width)) continue;
+    auto& b = best.try_emplace({model_of(t, r), static_cast<int64_t>(width)}, std::numeric_limits<double>::infinity(), "")
+                  .first->second;
+    if (err < b.first) b = {err, configuration_of(t, r)};
+  }
+  return best;
+}
+
+struct SeedStats {
+  double best = std::numeric_limits<double>::infinity(), mean = NAN, sd = NAN;
+  size_t runs = 0;
+};
+
+SeedStats seed_stats(const std::vector<double>& errors) {
+  SeedStats s;
+  double sum = 0;
+  for (double e : errors) s.best = std::min(s.best, e), sum += e;
+  s.runs = errors.size();
+  if (s.runs == 0) return s;
+  s.mean = sum / double(s.runs);
+  double squares = 0;
+  for (double e : errors) squares += (e - s.mean) * (e - s.mean);
+  s.sd = s.runs > 1 ? std::sqrt(squares / double(s.runs - 1)) : 0.0;
+  return s;
+}
+
+std::string stats_text(const SeedStats& s) {
+  if (s.runs == 0) return "- | -";
+  return fmt::format("{:.2e} | {:.2e} +- {:.1e} ({})", s.best, s.mean, s.sd, s.runs);
+}
+
+// comparison.md of a grid at the authors' protocol: per model and width the
+// paper's value, then DeepXDE's error on the training points, at the last step
+// and the lowest logged, best and mean +- sd over the seeds of the settings
+// holding the best final run; beside them the best of this project's protocol
+// from `ours` (records.csv of `table-cpu-long`), when given.
+void write_original_comparison(const CsvTable& t, const CsvTable* ours, const fs::path& out) {
+  struct Group {
+    std::vector<double> final_errors, best_errors;
+  };
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, Group>> groups;  // (model, width) -> settings -> runs
+  std::vector<std::string> models;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const double width = number_value(t.get(r, "width"));
+    const double final_error = number_value(t.get(r, "rel_l2_train")), best_error = number_value(t.get(r, "rel_l2_train_best"));
+    if (!std::isfinite(width) || !std::isfinite(final_error)) continue;
+    const auto m = model_of(t, r);
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+    auto& g = groups[{m, static_cast<int64_t>(width)}][settings_of(t, r)];
+    g.final_errors.push_back(final_error);
+    g.best_errors.push_back(best_error);
+  }
+  const auto ours_best = ours ? best_of_records(*ours) : decltype(best_of_records(t)){};
+  std::string md =
+      "Relative L2 error at the authors' framework's protocol, as DeepXDE's `l2 relative error` measures it (on the "
+      "training points), at the last step (final) and the lowest logged (best logged): the best run, and the mean "
+      "+- sd (runs) over the seeds of the settings that gave the best final run; beside the paper's Table 1";
+  md += ours ? " and the best at this project's protocol (error on the 1,001-point grid after the last step, "
+               "`table-cpu-long`).\n\n"
+             : ".\n\n";
+  md += ours ? "| model | width | paper | final: best | final: mean +- sd | best logged: best | best logged: mean +- sd | "
+               "settings | this project's protocol | its settings |\n|---|---|---|---|---|---|---|---|---|---|\n"
+             : "| model | width | paper | final: best | final: mean +- sd | best logged: best | best logged: mean +- sd | "
+               "settings |\n|---|---|---|---|---|---|---|---|\n";
+  std::set<int64_t> widths = {128, 256};  // Table 1's, and any other the grid ran
+  for (const auto& [key, settings] : groups) widths.insert(key.second);
+  for (const auto& m : models) {
+    const auto paper = published_table1().find(m);
+    for (int64_t w : widths) {
+      const std::string published = paper == published_table1().end() || (w != 128 && w != 256) ? "not published"
+                                    : w == 128 ? paper->second.first
+                                               : paper->second.second;
+      std::string settings = "-";
+      SeedStats final_stats, logged_stats;
+      if (const auto it = groups.find({m, w}); it != groups.end()) {
+        for (const auto& [name, g] : it->second) {
+          const auto s = seed_stats(g.final_errors);
+          if (s.best < final_stats.best) final_stats = s, logged_stats = seed_stats(g.best_errors), settings = name;
+        }
+      }
+      md += fmt::format("| {} | {} | {} | {} | {} | {} |", m, w, published, stats_text(final_stats),
+                        stats_text(logged_stats), settings);
+      if (ours) {
+        const auto it = ours_best.find({m, w});
+        md += it == ours_best.end() ? " - | - |" : fmt::format(" {:.2e} | {} |", it->second.first, it->second.second);
+      }
+      md += "\n";
+    }
+  }
+  write_file_atomic(out / "comparison.md", md);
 }
 
 // comparison.md: our best errors beside the paper's Table 1, at the widths it
@@ -122,9 +237,10 @@ std::string configuration_of(const CsvTable& t, size_t row) {
 void write_comparison(const Best& b, const CsvTable& t, const fs::path& out) {
   std::map<std::string, size_t> row_of_cell;
   for (size_t r = 0; r < t.rows.size(); ++r) row_of_cell[t.get(r, "cell")] = r;
-  std::string md = "Best relative L2 error here, over every configuration of the grid, beside the paper's "
-                   "Table 1 (best over seeds, depths, loss weights and optimisers), and the configuration "
-                   "that gave it.\n\n"
+  std::string md = "Best relative L2 error here, at this project's protocol (on the evenly spaced test grid after "
+                   "the last step), over every configuration of the grid, and the configuration that gave it; "
+                   "beside it the paper's Table 1 (best over seeds, depths, loss weights and optimisers), run "
+                   "at another protocol.\n\n"
                    "| model | width | here | paper | configuration |\n|---|---|---|---|---|\n";
   for (const auto& m : b.models) {
     const auto paper = published_table1().find(m);
@@ -144,7 +260,10 @@ void write_comparison(const Best& b, const CsvTable& t, const fs::path& out) {
 // search.md, for grids that vary the search axes: the best error of each
 // model and width at each (depth, loss weight, optimiser, learning rate).
 void write_search_table(const CsvTable& t, const fs::path& out) {
-  const std::vector<std::string> axes = {"depth", "bc_weight", "optimizer", "lr"};
+  const std::vector<std::string> axes = {"depth", "pde_weight", "bc_weight", "optimizer", "lr"};
+  const bool original = original_protocol(t);
+  const std::string metric = original ? "rel_l2_train" : "rel_l2";
+  const bool weighted = t.find("pde_weight").has_value();  // records made before the key have no such column
   bool varies = false;
   for (const auto& axis : axes) {
     std::set<std::string> values;
@@ -155,20 +274,25 @@ void write_search_table(const CsvTable& t, const fs::path& out) {
   std::vector<std::string> configs, columns;
   std::map<std::pair<std::string, std::string>, std::pair<double, bool>> best;  // (config, column) -> (err, diverged)
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    const auto config = fmt::format("{} | {} | {} | {}", t.get(r, "depth"), t.get(r, "bc_weight"), t.get(r, "optimizer"),
-                                    t.get(r, "lr"));
+    const auto config = weighted ? fmt::format("{} | {} | {} | {} | {}", t.get(r, "depth"), t.get(r, "pde_weight"),
+                                               t.get(r, "bc_weight"), t.get(r, "optimizer"), t.get(r, "lr"))
+                                 : fmt::format("{} | {} | {} | {}", t.get(r, "depth"), t.get(r, "bc_weight"),
+                                               t.get(r, "optimizer"), t.get(r, "lr"));
     const auto column = fmt::format("{}, width {}", model_of(t, r), t.get(r, "width"));
     if (std::find(configs.begin(), configs.end(), config) == configs.end()) configs.push_back(config);
     if (std::find(columns.begin(), columns.end(), column) == columns.end()) columns.push_back(column);
-    const double err = number_value(t.get(r, "rel_l2"));
+    const double err = number_value(t.get(r, metric));
     const double diverged_at = number_value(t.get(r, "diverged_at"));
     const bool diverged = std::isfinite(diverged_at) && diverged_at >= 0;
     auto& b = best.try_emplace({config, column}, std::numeric_limits<double>::infinity(), true).first->second;
     if (!diverged && err < b.first) b = {err, false};
   }
-  std::string md = "Best relative L2 error of each model and width (over seeds) at each setting of the search's "
-                   "other axes; \"diverged\" where every run of the setting diverged.\n\n";
+  std::string md = std::string("Best relative L2 error ") +
+                   (original ? "(DeepXDE's, on the training points, at the last step) " : "") +
+                   "of each model and width (over seeds) at each setting of the search's other axes; \"diverged\" "
+                   "where every run of the setting diverged.\n\n";
   std::vector<std::string> head = {"depth", "bc weight", "optimizer", "lr"};
+  if (weighted) head.insert(head.begin() + 1, "pde weight");
   head.insert(head.end(), columns.begin(), columns.end());
   md += markdown_head(head);
   for (const auto& config : configs) {
@@ -246,7 +370,18 @@ void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
                     "Best relative L2 error ||u - u*|| / ||u*|| per model and width "
                     "(over every configuration of the grid).\n\n" + md);
   write_file_atomic(out / "table.csv", csv);
-  write_comparison(b, t, out);
+  if (original_protocol(t)) {
+    // This project's protocol's search, when its long stage's records lie beside this grid (as in results/).
+    const auto ours_file = dir.parent_path() / "pinn-table-cpu-long" / "records.csv";
+    if (fs::exists(ours_file)) {
+      const auto ours = read_csv(ours_file);
+      write_original_comparison(t, &ours, out);
+    } else {
+      write_original_comparison(t, nullptr, out);
+    }
+  } else {
+    write_comparison(b, t, out);
+  }
   write_search_table(t, out);
 
   std::vector<std::pair<std::string, fs::path>> runs;

@@ -163,7 +163,7 @@ void check_grid(const fs::path& dir, std::vector<std::string>& problems, std::ve
     const auto id = records.get(r, "cell");
     if (!ids.count(id)) problems.push_back(fmt::format("{}: row {} names no cell of the grid ('{}')", records_path.string(), r + 1, id));
     if (!seen.insert(id).second) problems.push_back(fmt::format("{}: cell '{}' appears twice", records_path.string(), id));
-    for (const auto& metric : experiment->metrics) {
+    for (const auto& metric : reported_metrics(*experiment)) {
       if (!records.find(metric)) continue;
       const auto text = records.get(r, metric);
       const auto value = cell_number(text);
@@ -203,9 +203,11 @@ void check_summary(const fs::path& path, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("{}: {}", path.string(), e.what()));
     return;
   }
-  for (const auto& metric : experiment->metrics) {
+  for (const auto& metric : reported_metrics(*experiment)) {
+    const bool later = std::find(experiment->later_metrics.begin(), experiment->later_metrics.end(), metric) !=
+                       experiment->later_metrics.end();
     if (!summary.contains(metric)) {
-      problems.push_back(fmt::format("{}: no metric '{}'", path.string(), metric));
+      if (!later) problems.push_back(fmt::format("{}: no metric '{}'", path.string(), metric));
     } else if (!metric_number(summary[metric])) {
       problems.push_back(fmt::format("{}: {} is {}, not a number", path.string(), metric, summary[metric].dump()));
     }

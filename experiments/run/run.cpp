@@ -216,7 +216,7 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
   std::fflush(stdout);
 
   Config summary = experiment.run(config, RunContext{request.out, request.resume, device});
-  for (const auto& key : experiment.metrics) {
+  for (const auto& key : reported_metrics(experiment)) {
     if (!summary.contains(key)) {
       throw std::logic_error(fmt::format("{}: the run did not report metric '{}'", experiment.name, key));
     }

@@ -7,6 +7,12 @@
 
 namespace pln::exp {
 
+std::vector<std::string> reported_metrics(const Experiment& experiment) {
+  auto keys = experiment.metrics;
+  keys.insert(keys.end(), experiment.later_metrics.begin(), experiment.later_metrics.end());
+  return keys;
+}
+
 std::vector<std::string> Experiment::preset_names() const {
   std::vector<std::string> names;
   for (const auto& p : presets) names.push_back(p.name);

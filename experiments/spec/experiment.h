@@ -60,6 +60,10 @@ struct Preset {
   Config changes = Config::object();
 };
 
+struct Experiment;
+/// `metrics`, then `later_metrics`: every key a run of this version reports.
+std::vector<std::string> reported_metrics(const Experiment& experiment);
+
 struct Experiment {
   Experiment() = default;
   Experiment(std::string name_, std::string description_, KeyTable keys_ = {})
@@ -78,6 +82,8 @@ struct Experiment {
   /// Trains and evaluates one configuration; returns the summary metrics.
   std::function<Config(const Config& config, const RunContext& context)> run;
   std::vector<std::string> metrics;      ///< keys every summary.json holds
+  /// Keys a run reports since a later version: records made before may lack them.
+  std::vector<std::string> later_metrics;
   /// Summary keys whose value may be a number that is not finite (written "inf", "-inf" or "nan").
   std::vector<std::string> may_be_non_finite;
   /// Checkpoints as it trains: `pln <name> --resume` continues an interrupted
