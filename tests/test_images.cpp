@@ -138,7 +138,26 @@ TEST(ImagePlots, VggHeatMapIsTheSeedMeanOfTestAccuracy) {
   EXPECT_NE(md.find("**SiLU**\n\n| init scale \\ lr | 0.01 | 0.1 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 2 | 0.550 | 0.550 |\n| 1 | 0.550 | 0.550 |\n| 1/2 | 0.550 | 0.550 |"), std::string::npos) << md;
   const auto sensitivity = read_text_file(dir / "sensitivity.md");
-  EXPECT_NE(sensitivity.find("| SAT | 0.550 | 6 | 2 | 0.000 | 0.000 |"), std::string::npos) << sensitivity;
+  EXPECT_NE(sensitivity.find("| SAT | final | 0.550 | 6 | 2 | 0.000 | 0.000 |"), std::string::npos) << sensitivity;
+  // These records have no best epoch: the table says so and reports the final accuracy only.
+  EXPECT_NE(sensitivity.find("these do not"), std::string::npos) << sensitivity;
+  EXPECT_EQ(sensitivity.find("best epoch |"), std::string::npos) << sensitivity;
+  fs::remove_all(dir);
+}
+
+// With the best epoch's accuracy recorded, sensitivity.md reports it beside the
+// final one, from its own column; the heat map stays the final accuracy.
+TEST(ImagePlots, VggSensitivityReportsTheFinalAndTheBestEpoch) {
+  const auto dir = fresh_dir("vgg-heat-best");
+  auto records = vgg_records({"PLN(8)", "SAT"}, 2, 0.45);
+  records.header.push_back("best_test_acc");
+  for (auto& row : records.rows) row.push_back(row[3] == "0.5" ? "0.3" : "0.8");  // init scale 1/2 never trains
+  find_experiment("vgg").plot_grid(dir, records, dir);
+  const auto sensitivity = read_text_file(dir / "sensitivity.md");
+  EXPECT_NE(sensitivity.find("| SAT | final | 0.500 | 6 | 2 | 0.000 | 0.000 |"), std::string::npos) << sensitivity;
+  EXPECT_NE(sensitivity.find("| SAT | best epoch | 0.800 | 4 | 2 | 0.500 | 0.500 |"), std::string::npos) << sensitivity;
+  EXPECT_EQ(sensitivity.find("these do not"), std::string::npos) << sensitivity;
+  EXPECT_NE(read_text_file(dir / "heatmap.md").find("| 1/2 | 0.500 | 0.500 |"), std::string::npos);
   fs::remove_all(dir);
 }
 

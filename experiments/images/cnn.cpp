@@ -48,6 +48,8 @@ Experiment cnn_experiment() {
   e.run = cnn_run;
   e.resumable = true;
   e.metrics = {"train_acc", "test_acc", "final_loss", "seconds"};
+  // The best epoch's test accuracy, since records were first shipped.
+  e.later_metrics = {"best_test_acc", "best_epoch"};
   // A network whose parameters are not finite from the start (init_scale=1e308)
   // has no finite loss to report, and records it as "nan".
   e.may_be_non_finite = {"final_loss", "train_eval_loss", "test_loss"};

@@ -98,7 +98,9 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
                                            "(a grid over variant, lr and init_scale)", dir.string(), column));
     }
   }
-  std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells;
+  // Records made before runs recorded their best epoch have no best_test_acc.
+  const bool has_best = t.find("best_test_acc").has_value();
+  std::map<std::string, std::map<std::pair<double, double>, std::vector<double>>> cells, best_cells;
   std::vector<std::string> variants;
   std::set<double> lrs, scales;
   for (size_t r = 0; r < t.rows.size(); ++r) {
@@ -107,20 +109,29 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     const auto v = t.get(r, "variant");
     if (!cells.count(v)) variants.push_back(v);
     cells[v][{lr, scale}].push_back(number_value(t.get(r, "test_acc")));
+    if (has_best) best_cells[v][{lr, scale}].push_back(number_value(t.get(r, "best_test_acc")));
     lrs.insert(lr);
     scales.insert(scale);
   }
   if (variants.empty() || lrs.size() < 2 || scales.size() < 2) return;
   fs::create_directories(out);
-  std::map<std::string, std::map<std::pair<double, double>, double>> means;
-  for (const auto& [v, by_cell] : cells) {
-    for (const auto& [key, accs] : by_cell) means[v][key] = mean_of(accs);
-  }
-  // The seed mean of a cell; NaN for a cell the records do not hold.
-  const auto mean_at = [&means](const std::string& v, double lr, double scale) {
-    const auto it = means[v].find({lr, scale});
-    return it == means[v].end() ? NAN : it->second;
+  using Means = std::map<std::string, std::map<std::pair<double, double>, double>>;
+  const auto seed_means = [](const auto& by_variant) {
+    Means means;
+    for (const auto& [v, by_cell] : by_variant) {
+      for (const auto& [key, accs] : by_cell) means[v][key] = mean_of(accs);
+    }
+    return means;
   };
+  const Means final_means = seed_means(cells), best_means = seed_means(best_cells);
+  // The seed mean of a cell; NaN for a cell the records do not hold.
+  const auto mean_in = [](const Means& means, const std::string& v, double lr, double scale) {
+    const auto by_cell = means.find(v);
+    if (by_cell == means.end()) return double(NAN);
+    const auto it = by_cell->second.find({lr, scale});
+    return it == by_cell->second.end() ? double(NAN) : it->second;
+  };
+  const auto mean_at = [&](const std::string& v, double lr, double scale) { return mean_in(final_means, v, lr, scale); };
 
   // heatmap.md: per variant, init scale down the rows (largest on top, as drawn), learning rate across.
   size_t runs = 0, min_seeds = SIZE_MAX, max_seeds = 0;
@@ -151,31 +162,37 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
                                 runs, seeds) + tables);
 
   // sensitivity.md: how much each variant's accuracy moves with the init
-  // scale, at the learning rates where it trains at some init scale.
+  // scale, at the learning rates where it trains at some init scale; for the
+  // final accuracy and, where the records hold it, the best epoch's.
   std::string md = fmt::format(
-      "Sensitivity to the initialisation, from the mean accuracies of heatmap.md. A cell trained if its accuracy "
-      "is at least 0.5. At each learning rate where some init scale trained, the range (max - min) of accuracy "
-      "over the {} init scales; its mean and largest value over those learning rates.\n\n",
-      scales.size());
-  md += markdown_head({"variant", "best cell", fmt::format("cells trained (of {})", lrs.size() * scales.size()),
+      "Sensitivity to the initialisation, from the seed means of each cell's test accuracy: at the last epoch "
+      "(final, as heatmap.md shows it) and{} at the best epoch. A cell trained if its accuracy is at least 0.5. At "
+      "each learning rate where some init scale trained, the range (max - min) of accuracy over the {} init "
+      "scales; its mean and largest value over those learning rates.\n\n",
+      has_best ? "" : ", where the records hold it (these do not: they predate it),", scales.size());
+  md += markdown_head({"variant", "accuracy", "best cell", fmt::format("cells trained (of {})", lrs.size() * scales.size()),
                        fmt::format("learning rates that train (of {})", lrs.size()), "mean range there",
                        "largest range there"});
+  std::vector<std::pair<std::string, const Means*>> kinds = {{"final", &final_means}};
+  if (has_best) kinds.emplace_back("best epoch", &best_means);
   for (const auto& v : variants) {
-    double best = -1, range_sum = 0, range_max = 0;
-    int training_lrs = 0, trained = 0;
-    for (double lr : lrs) {
-      double lo = INFINITY, hi = -INFINITY;
-      for (double scale : scales) {
-        const double m = mean_at(v, lr, scale);
-        if (!std::isfinite(m)) continue;
-        lo = std::min(lo, m), hi = std::max(hi, m), best = std::max(best, m);
-        trained += m >= 0.5;
+    for (const auto& [kind, means] : kinds) {
+      double best = -1, range_sum = 0, range_max = 0;
+      int training_lrs = 0, trained = 0;
+      for (double lr : lrs) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (double scale : scales) {
+          const double m = mean_in(*means, v, lr, scale);
+          if (!std::isfinite(m)) continue;
+          lo = std::min(lo, m), hi = std::max(hi, m), best = std::max(best, m);
+          trained += m >= 0.5;
+        }
+        if (hi >= 0.5) range_sum += hi - lo, range_max = std::max(range_max, hi - lo), ++training_lrs;
       }
-      if (hi >= 0.5) range_sum += hi - lo, range_max = std::max(range_max, hi - lo), ++training_lrs;
+      md += training_lrs ? fmt::format("| {} | {} | {:.3f} | {} | {} | {:.3f} | {:.3f} |\n", v, kind, best, trained,
+                                       training_lrs, range_sum / training_lrs, range_max)
+                         : fmt::format("| {} | {} | {:.3f} | 0 | 0 | - | - |\n", v, kind, best);
     }
-    md += training_lrs ? fmt::format("| {} | {:.3f} | {} | {} | {:.3f} | {:.3f} |\n", v, best, trained, training_lrs,
-                                     range_sum / training_lrs, range_max)
-                       : fmt::format("| {} | {:.3f} | 0 | 0 | - | - |\n", v, best);
   }
   write_file_atomic(out / "sensitivity.md", md);
 

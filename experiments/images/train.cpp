@@ -75,7 +75,8 @@ Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuild
                                                 torch::optim::AdamOptions(lr).weight_decay(weight_decay));
   };
   const auto r = train_classifier(c, ctx, data, *net, [&](const torch::Tensor& x) { return net->forward(x); }, hooks);
-  return Config{{"train_acc", r.train.top1}, {"test_acc", r.test.top1}, {"final_loss", r.final_loss},
+  return Config{{"train_acc", r.train.top1}, {"test_acc", r.test.top1}, {"best_test_acc", r.best_top1},
+                {"best_epoch", r.best_epoch}, {"final_loss", r.final_loss},
                 {"train_eval_loss", r.train.loss}, {"test_loss", r.test.loss}, {"epochs_done", r.epochs_done},
                 {"diverged_at", r.diverged_at}, {"n_params", r.n_params}, {"seconds", r.seconds},
                 {"images_per_s", r.images_per_s}};
