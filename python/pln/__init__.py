@@ -4,7 +4,7 @@
     norm = pln.ParallelLN(64, 8)               # same arguments as the original module
     y = norm(x)                                # runs torch.ops.pln.parallel_ln
     y = pln.functional.parallel_ln(x, 8)       # features last, groups of 8
-    changes = pln.convert(model, num_per_group=8)   # LayerNorm -> ParallelLN, RMSNorm -> PLS
+    changes = pln.convert(model, num_per_group=8)   # LayerNorm -> ParallelLN, RMSNorm -> PLS; .skipped
 
 Importing pln registers the operators torch.ops.pln.parallel_ln and
 torch.ops.pln.pq_norm (and the forward and backward ops autograd runs), with
@@ -22,7 +22,7 @@ from . import _library
 _library.load()
 
 from . import functional  # noqa: E402
-from .convert import Change, ConversionError, convert  # noqa: E402
+from .convert import Change, Conversion, ConversionError, Skipped, convert  # noqa: E402
 from .modules import PLS, ParallelLN, PQNorm  # noqa: E402
 from . import distributed  # noqa: E402
 
@@ -37,8 +37,8 @@ __version__ = "0.1.0"
 #: Path of the shared library the operators were loaded from.
 library_path = _library.loaded_from
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "distributed", "convert", "Change", "ConversionError",
-           "library_path", "__version__"]
+__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
+           "ConversionError", "library_path", "__version__"]
 
 
 def __getattr__(name: str):

@@ -1,13 +1,18 @@
 """pln.convert: put Parallel Layer Normalization into an existing model.
 
-    changes = pln.convert(model, num_per_group=8)
+    result = pln.convert(model, num_per_group=8)
 
-replaces, in place, every ``nn.LayerNorm`` by a :class:`pln.ParallelLN` and
-every ``nn.RMSNorm`` by a :class:`pln.PLS` over the same features, with the
-weights copied, and returns the list of what it changed.
+replaces, in place, every LayerNorm by a :class:`pln.ParallelLN` and every
+RMSNorm by a :class:`pln.PLS` over the same features, with the weights
+copied, and returns what it changed; ``result.skipped`` names every norm-like
+module it left alone, with the reason. A module is replaced only once it is
+shown to compute the norm it is taken for: at full width, its replacement
+gives its output on a probe input.
 """
 
 import numbers
+import re
+import warnings
 from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple, Type, Union
 
 import torch
@@ -15,7 +20,7 @@ import torch.nn as nn
 
 from .modules import PLS, ParallelLN, _ParallelNorm
 
-__all__ = ["convert", "Change", "ConversionError"]
+__all__ = ["convert", "Change", "Skipped", "Conversion", "ConversionError"]
 
 GroupSize = Union[int, Callable[[str, int], int]]
 
@@ -31,22 +36,56 @@ class Change(NamedTuple):
     new: nn.Module
 
 
-# LayerNorm-style modules of other libraries whose layout is known, by
-# qualified class name: (layout, whether the statistic is centred).
-# timm's LayerNorm2d (ConvNeXt) normalises channels-first [N, C, H, W]
-# per pixel; timm's LayerNorm is nn.LayerNorm with a faster forward.
+class Skipped(NamedTuple):
+    """A norm-like module left as it was: its qualified name, the module and why."""
+    name: str
+    module: nn.Module
+    reason: str
+
+
+class Conversion(List[Change]):
+    """The :class:`Change` list of a conversion, in the order of
+    ``model.named_modules()``, with ``skipped``: every norm-like module (a
+    class whose name holds "Norm") left alone, and why."""
+
+    def __init__(self, changes: List[Change], skipped: List[Skipped]) -> None:
+        super().__init__(changes)
+        self.skipped = skipped
+
+
+# Norm classes of other libraries whose layout is known, by qualified class
+# name; a subclass that keeps the forward has the same layout. timm's
+# LayerNorm2d (ConvNeXt) normalises channels-first [N, C, H, W] per pixel.
 _KNOWN: Dict[str, str] = {
     "timm.layers.norm.LayerNorm": "features_last",
     "timm.layers.norm.LayerNorm2d": "nchw",
     "timm.layers.norm.LayerNormFp32": "features_last",
+    "timm.layers.norm.LayerNorm2dFp32": "nchw",
+    "timm.layers.norm.RmsNorm": "features_last",
+    "timm.layers.norm.RmsNormFp32": "features_last",
+    "timm.layers.norm.RmsNorm2d": "nchw",
+    "timm.layers.norm.RmsNorm2dFp32": "nchw",
     "timm.models.layers.norm.LayerNorm": "features_last",
     "timm.models.layers.norm.LayerNorm2d": "nchw",
 }
 
+# Modules PLN cannot stand for, by base class: a conversion that meets one stops.
 _REFUSED = {
     nn.GroupNorm: "it normalises each group of channels over all positions (H, W, ...) together, "
                   "while PLN normalises every position separately: no PLN module computes it",
 }
+
+# Norm-like modules left alone without a word of warning: they normalise over
+# the batch or over positions, which no PLN module does.
+_OTHER_NORMS = (nn.modules.batchnorm._NormBase, nn.LocalResponseNorm, nn.CrossMapLRN2d)
+
+_NORM_LIKE = re.compile(r"norm", re.IGNORECASE)
+_GATED = re.compile(r"gated", re.IGNORECASE)
+# Classes named as a per-position norm: their layout, when not given, is
+# features last (Hugging Face's *RMSNorm, T5LayerNorm, ...), checked on a probe.
+_PER_POSITION = re.compile(r"(layer_?norm|rms_?norm)", re.IGNORECASE)
+
+_LAYOUTS = ("features_last", "features_first", "nc", "ntc", "nchw", "nhwc", "ncl")
 
 
 def _qualname(cls: type) -> str:
@@ -57,35 +96,76 @@ def _rms_norm_class() -> Optional[type]:
     return getattr(nn, "RMSNorm", None)  # torch 2.4 and later
 
 
-def _layer_norm_layout(name: str, module: nn.Module, layouts: Dict[type, str]) -> Optional[str]:
-    """The layout of a LayerNorm-style module, or None where it is not one;
-    raises where it is one whose layout is unknown."""
+def _known_layout(cls: type) -> Optional[str]:
+    """The layout of a known class, or of a subclass that keeps its forward."""
+    for base in cls.__mro__:
+        layout = _KNOWN.get(_qualname(base))
+        if layout is not None:
+            return layout if cls.forward is base.forward else None
+    return None
+
+
+class _Candidate(NamedTuple):
+    layout: str
+    kinds: Tuple[str, ...]  # "ln", "rms": what the module may compute, tried in this order
+    trusted: bool           # a torch class: replaced without a probe
+    asked: bool             # named in layouts=: a mismatch is an error, not a skip
+
+
+def _candidate(name: str, module: nn.Module, layouts: Dict[type, str], layer_norm: bool,
+               rms_norm: bool) -> Union[_Candidate, str, None]:
+    """What a module may be replaced by; a string says why a norm-like module is left alone."""
     cls = type(module)
+    rms_cls = _rms_norm_class()
+    kinds = tuple(k for k, on in (("ln", layer_norm), ("rms", rms_norm)) if on)
     for known_cls, layout in layouts.items():
         if isinstance(module, known_cls):
-            return layout
-    if _qualname(cls) in _KNOWN:
-        return _KNOWN[_qualname(cls)]
-    if cls is nn.LayerNorm:
-        return "features_last"
+            return _Candidate(layout, kinds, False, True) if kinds else "layer_norm and rms_norm are off"
+    if cls is nn.LayerNorm or (isinstance(module, nn.LayerNorm) and cls.forward is nn.LayerNorm.forward
+                                and _known_layout(cls) is None):
+        return _Candidate("features_last", ("ln",), True, False) if layer_norm else "layer_norm=False"
+    if rms_cls is not None and isinstance(module, rms_cls) and cls.forward is rms_cls.forward:
+        return _Candidate("features_last", ("rms",), True, False) if rms_norm else "rms_norm=False"
+    known = _known_layout(cls)
+    if known is not None:
+        return _Candidate(known, kinds, False, False) if kinds else "layer_norm and rms_norm are off"
+    for refused, reason in _REFUSED.items():
+        if isinstance(module, refused):
+            raise ConversionError(
+                f"pln.convert: '{name}' is {cls.__name__}, which PLN does not replace: {reason}. "
+                f"Leave it with exclude={{'{name}'}}")
+    if not any(_NORM_LIKE.search(base.__name__) for base in cls.__mro__ if base is not nn.Module):
+        return None
+    if isinstance(module, _OTHER_NORMS):
+        return f"{cls.__name__} normalises over the batch or over positions, which no PLN module does"
+    if any(_GATED.search(base.__name__) for base in cls.__mro__):
+        return (f"{cls.__name__} is a gated norm (its forward takes a gate): pln.convert does not "
+                f"replace gated norms")
     if isinstance(module, nn.LayerNorm):
-        if cls.forward is nn.LayerNorm.forward:
-            return "features_last"
         raise ConversionError(
             f"pln.convert: '{name}' is {_qualname(cls)}, a subclass of nn.LayerNorm with its own "
             f"forward, so where its features are is unknown; name its layout, e.g. "
             f"layouts={{{cls.__name__}: 'features_first'}} (or 'features_last'), or skip it with "
             f"exclude=")
+    if _PER_POSITION.search(cls.__name__) and not list(module.children()):
+        return _Candidate("features_last", kinds, False, False) if kinds else "layer_norm and rms_norm are off"
+    return (f"{cls.__name__} is not a LayerNorm or RMSNorm pln.convert knows; if it is one, name its "
+            f"layout in layouts=")
+
+
+def _width(module: nn.Module) -> Optional[int]:
+    shape = getattr(module, "normalized_shape", None)
+    if shape is not None:
+        shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+        return int(shape[0]) if len(shape) == 1 else -len(shape)
+    weight = getattr(module, "weight", None)
+    if isinstance(weight, torch.Tensor) and weight.dim() == 1:
+        return int(weight.numel())
+    for attr in ("hidden_size", "num_features", "dim"):
+        value = getattr(module, attr, None)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
     return None
-
-
-def _width(name: str, module: nn.Module) -> int:
-    shape = tuple(module.normalized_shape)
-    if len(shape) != 1:
-        raise ConversionError(
-            f"pln.convert: '{name}' ({type(module).__name__}) normalises over the last {len(shape)} axes "
-            f"{shape}; PLN groups features along one axis, so only a 1-D normalized_shape converts")
-    return int(shape[0])
 
 
 def _group(name: str, width: int, num_per_group: GroupSize) -> int:
@@ -100,31 +180,84 @@ def _group(name: str, width: int, num_per_group: GroupSize) -> int:
     return g
 
 
-def _eps(module: nn.Module) -> float:
-    eps = getattr(module, "eps", None)
-    if eps is None:  # nn.RMSNorm's default: the machine epsilon of the input's dtype
+def _eps(module: nn.Module) -> Optional[float]:
+    for attr in ("eps", "variance_epsilon", "epsilon"):
+        eps = getattr(module, attr, None)
+        if isinstance(eps, numbers.Real) and not isinstance(eps, bool):
+            return float(eps)
+    rms_cls = _rms_norm_class()
+    if rms_cls is not None and isinstance(module, rms_cls):  # eps=None: the input dtype's epsilon
         weight = getattr(module, "weight", None)
-        dtype = weight.dtype if weight is not None else torch.get_default_dtype()
-        eps = torch.finfo(dtype).eps
-    return float(eps)
+        return float(torch.finfo(weight.dtype if weight is not None else torch.get_default_dtype()).eps)
+    return None
 
 
-def _build(module: nn.Module, kind: str, layout: str, g: int, width: int, p: float) -> _ParallelNorm:
+def _build(module: nn.Module, kind: str, layout: str, g: int, width: int, eps: float, p: float,
+           weight_offset: float) -> _ParallelNorm:
     weight = getattr(module, "weight", None)
     bias = getattr(module, "bias", None)
-    factory = {}
-    if weight is not None:
-        factory = {"device": weight.device, "dtype": weight.dtype}
+    weight = weight if isinstance(weight, torch.Tensor) else None
+    bias = bias if isinstance(bias, torch.Tensor) else None
+    factory = {} if weight is None else {"device": weight.device, "dtype": weight.dtype}
     cls = PLS if kind == "rms" else ParallelLN
-    new = cls(width, g, eps=_eps(module), p=p, layout=layout, elementwise_affine=weight is not None,
+    new = cls(width, g, eps=eps, p=p, layout=layout, elementwise_affine=weight is not None,
               bias=bias is not None, **factory)
     with torch.no_grad():
         if weight is not None:
-            new.weight.copy_(weight.detach().reshape(-1))
+            new.weight.copy_(weight.detach().reshape(-1) + weight_offset)
         if bias is not None:
             new.bias.copy_(bias.detach().reshape(-1))
     new.train(module.training)
     return new
+
+
+def _probe(layout: str, width: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An input of the layout whose groups have a mean far from 0 (so that a
+    centred norm and an RMS norm differ) and spread values."""
+    shape = {"features_last": (3, 2, width), "nc": (5, width), "ntc": (2, 3, width), "nhwc": (2, 2, 3, width),
+             "features_first": (2, width, 2, 3), "nchw": (2, width, 2, 3), "ncl": (2, width, 3)}[layout]
+    gen = torch.Generator().manual_seed(20250519)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64) * 1.5 + 0.7
+    return x.to(device=device, dtype=dtype)
+
+
+def _difference(module: nn.Module, replacement: nn.Module, x: torch.Tensor) -> float:
+    """The largest difference of the two outputs on x, relative to the largest output."""
+    with torch.no_grad():
+        want = module(x)
+        got = replacement(x)
+    if not isinstance(want, torch.Tensor) or want.shape != got.shape:
+        return float("inf")
+    want, got = want.double(), got.double()
+    return float((want - got).abs().max() / want.abs().max().clamp_min(1e-30))
+
+
+def _verified(name: str, module: nn.Module, candidate: _Candidate, width: int, eps: float,
+              p: float) -> Union[Tuple[str, float], str]:
+    """The kind and weight offset under which the module's full-width
+    replacement gives its output on a probe; else why none does."""
+    weight = getattr(module, "weight", None)
+    param = weight if isinstance(weight, torch.Tensor) else next(module.parameters(), None)
+    dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
+    device = param.device if param is not None else torch.device("cpu")
+    if device.type == "meta":
+        return "its parameters are on the meta device, where what it computes cannot be checked"
+    tolerance = 1e-4 if dtype in (torch.float32, torch.float64) else 2e-2
+    x = _probe(candidate.layout, width, dtype, device)
+    offsets = (0.0, 1.0) if isinstance(weight, torch.Tensor) else (0.0,)  # 1.0: Gemma's (1 + weight)
+    closest = (float("inf"), "")
+    for kind in candidate.kinds:
+        for offset in offsets:
+            full = _build(module, kind, candidate.layout, width, width, eps, p, offset).eval()
+            diff = _difference(module, full, x)
+            if diff <= tolerance:
+                return kind, offset
+            label = ("LayerNorm" if kind == "ln" else "RMSNorm") + (" with weight 1 + w" if offset else "")
+            closest = min(closest, (diff, label))
+    return (f"at full width neither a LayerNorm nor an RMSNorm over its features in layout "
+            f"'{candidate.layout}' gives its output (the closest, {closest[1]}, is off by "
+            f"{closest[0]:.3g} of the output's largest value): it computes something else (an "
+            f"activation, a gate, another axis)")
 
 
 def _no_fused_path(module: nn.Module, args) -> None:
@@ -137,10 +270,19 @@ def _no_fused_path(module: nn.Module, args) -> None:
 def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
             layer_norm: bool = True, rms_norm: bool = True,
             layouts: Optional[Dict[Type[nn.Module], str]] = None,
-            exclude: Union[Callable[[str, nn.Module], bool], Set[str], Tuple[str, ...], None] = None
-            ) -> List[Change]:
+            exclude: Union[Callable[[str, nn.Module], bool], Set[str], Tuple[str, ...], None] = None,
+            warn: bool = True) -> Conversion:
     """Replaces, in place, every LayerNorm of ``model`` by a :class:`pln.ParallelLN`
     and every RMSNorm by a :class:`pln.PLS` over the same features, weights copied.
+
+    Replaced: ``nn.LayerNorm``, ``nn.RMSNorm``, timm's LayerNorm and RmsNorm
+    classes (``LayerNorm2d``, ``RmsNorm2d``: channels first), classes named
+    like a per-position norm (Hugging Face's ``*RMSNorm``, ``T5LayerNorm``,
+    Gemma's ``1 + weight`` form), subclasses of these that keep their forward,
+    and the classes of ``layouts``. Each one that is not a torch class is
+    replaced only if, at full width, its replacement gives its output on a
+    probe input (a LayerNorm, an RMSNorm, or an RMSNorm scaled by
+    ``1 + weight``, whichever matches).
 
     Args:
         model: any module; changed in place.
@@ -148,31 +290,35 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
             function ``(qualified_name, width) -> int``. With the width itself,
             the converted model computes what the original did.
         p: exponent of the group statistic. Default: ``2`` (the paper's PLN).
-        layer_norm: convert ``nn.LayerNorm`` (and the known LayerNorm-style
-            modules: timm's ``LayerNorm2d`` of ConvNeXt, channels-first).
-        rms_norm: convert ``nn.RMSNorm`` into :class:`pln.PLS`.
-        layouts: layouts of other LayerNorm-style classes (subclasses of
-            ``nn.LayerNorm`` with their own forward), e.g.
-            ``{MyLayerNorm2d: "features_first"}``.
+        layer_norm: convert LayerNorms into :class:`pln.ParallelLN`.
+        rms_norm: convert RMSNorms into :class:`pln.PLS`.
+        layouts: the layouts of other norm classes (or of subclasses with
+            their own forward), e.g. ``{MyLayerNorm2d: "features_first"}``;
+            whether each is a LayerNorm or an RMSNorm is checked on a probe.
         exclude: qualified names to leave alone, or a function
             ``(name, module) -> bool``.
+        warn: warn (``UserWarning``) when a LayerNorm- or RMSNorm-like module
+            is left alone for any reason but ``exclude``. Default: ``True``.
 
     Returns:
-        One :class:`Change` (name, old module, new module) per replaced module,
-        in the order of ``model.named_modules()``.
+        A :class:`Conversion`: the list of :class:`Change` (name, old module,
+        new module) per replaced module, in the order of
+        ``model.named_modules()``, and ``skipped``, a :class:`Skipped` (name,
+        module, reason) per norm-like module left alone.
 
     Raises:
         ConversionError: a width its group size does not divide, a module kind
             PLN cannot stand for (``nn.GroupNorm`` pools over positions), a
-            LayerNorm subclass whose layout is unknown, a multi-axis
-            ``normalized_shape``. The model is then left exactly as it was: every
-            replacement is planned and built before the first one is made.
+            LayerNorm subclass whose layout is unknown, a class of ``layouts``
+            that computes neither norm, a multi-axis ``normalized_shape``. The
+            model is then left exactly as it was: every replacement is planned
+            and built before the first one is made.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"pln.convert: model must be an nn.Module, got {type(model).__name__}")
     layouts = dict(layouts or {})
     for cls, layout in layouts.items():
-        if layout not in ("features_last", "features_first", "nc", "ntc", "nchw", "nhwc", "ncl"):
+        if layout not in _LAYOUTS:
             raise ConversionError(f"pln.convert: unknown layout {layout!r} for {cls.__name__}")
     if exclude is None:
         excluded: Callable[[str, nn.Module], bool] = lambda name, module: False
@@ -181,35 +327,64 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
     else:
         names = set(exclude)
         excluded = lambda name, module: name in names
-    rms_cls = _rms_norm_class()
 
-    plan: List[Tuple[str, nn.Module, str, str]] = []  # name, module, kind, layout
+    plan: List[Tuple[str, nn.Module, _Candidate]] = []
+    skipped: List[Skipped] = []
+    warned: List[Skipped] = []
+
+    def skip(name: str, module: nn.Module, reason: str, quiet: bool = False) -> None:
+        skipped.append(Skipped(name, module, reason))
+        if not quiet and not isinstance(module, _OTHER_NORMS):
+            warned.append(skipped[-1])
+
     for name, module in model.named_modules():
-        if isinstance(module, _ParallelNorm) or excluded(name, module):
+        if isinstance(module, _ParallelNorm):
             continue
-        kind = layout = None
-        if layer_norm:
-            layout = _layer_norm_layout(name, module, layouts)
-            kind = "ln" if layout is not None else None
-        if kind is None and rms_norm and rms_cls is not None and isinstance(module, rms_cls):
-            kind, layout = "rms", "features_last"
-        if kind is None:
-            for refused, reason in _REFUSED.items():
-                if isinstance(module, refused):
-                    raise ConversionError(
-                        f"pln.convert: '{name}' is {type(module).__name__}, which PLN does not replace: "
-                        f"{reason}. Leave it with exclude={{'{name}'}}")
+        if excluded(name, module):
+            if _NORM_LIKE.search(type(module).__name__):
+                skip(name, module, "excluded", quiet=True)
             continue
-        plan.append((name, module, kind, layout))
+        found = _candidate(name, module, layouts, layer_norm, rms_norm)
+        if found is None:
+            continue
+        if isinstance(found, str):
+            skip(name, module, found, quiet=found in ("layer_norm=False", "rms_norm=False"))
+            continue
+        plan.append((name, module, found))
     if plan and plan[0][0] == "":
         raise ConversionError("pln.convert: the model is itself a norm layer; build the PLN module "
                               "directly (pln.ParallelLN) or convert a model that contains it")
 
     built: List[Change] = []
-    for name, module, kind, layout in plan:
-        width = _width(name, module)
+    for name, module, candidate in plan:
+        cls_name = type(module).__name__
+        width = _width(module)
+        if width is not None and width < 0:
+            raise ConversionError(
+                f"pln.convert: '{name}' ({cls_name}) normalises over the last {-width} axes "
+                f"{tuple(module.normalized_shape)}; PLN groups features along one axis, so only a 1-D "
+                f"normalized_shape converts")
+        eps = _eps(module)
+        problem = None
+        if width is None:
+            problem = "its number of features is unknown (no normalized_shape, 1-D weight or hidden_size)"
+        elif eps is None:
+            problem = "its epsilon is unknown (no eps or variance_epsilon attribute)"
+        kind, offset = candidate.kinds[0], 0.0
+        if problem is None and not candidate.trusted:
+            verdict = _verified(name, module, candidate, width, eps, p)
+            if isinstance(verdict, str):
+                problem = verdict
+            else:
+                kind, offset = verdict
+        if problem is not None:
+            if candidate.asked:
+                raise ConversionError(f"pln.convert: '{name}' ({cls_name}, given in layouts=) is not replaced: "
+                                      f"{problem}. Leave it with exclude={{'{name}'}}")
+            skip(name, module, problem)
+            continue
         g = _group(name, width, num_per_group)
-        built.append(Change(name, module, _build(module, kind, layout, g, width, p)))
+        built.append(Change(name, module, _build(module, kind, candidate.layout, g, width, eps, p, offset)))
 
     # Every replacement is known to succeed: make them all.
     modules = dict(model.named_modules())
@@ -220,7 +395,13 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
         if isinstance(parent, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
             _disable_fused_layer(parent, change.new)
     _disable_nested_tensor_fast_path(model, built)
-    return built
+    order = {name: i for i, name in enumerate(modules)}
+    skipped.sort(key=lambda s: order.get(s.name, 0))
+    if warn and warned:
+        listed = "; ".join(f"'{s.name}' ({type(s.module).__name__}): {s.reason}" for s in warned)
+        warnings.warn(f"pln.convert left {len(warned)} norm-like module(s) as they were: {listed}",
+                      stacklevel=2)
+    return Conversion(built, skipped)
 
 
 def _disable_fused_layer(layer: nn.Module, norm: nn.Module) -> None:

@@ -161,12 +161,27 @@ def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
     return y.movedim(-1, axis)
 
 
+def _widened(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> bool:
+    """Whether the input is bfloat16 or float16 and the parameters it has float32."""
+    if input.dtype != torch.bfloat16 and input.dtype != torch.float16:
+        return False
+    if weight is None and bias is None:
+        return False
+    return ((weight is None or weight.dtype == torch.float32)
+            and (bias is None or bias.dtype == torch.float32))
+
+
 def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Optional[Tensor],
          eps: float, centering: bool, p: float, q: Optional[float], layout: str,
          num_features: Optional[int] = None) -> Tensor:
     """num_features: a module's; the operator reports an input that has another count."""
     if not isinstance(input, Tensor):
         raise TypeError(f"pln: input must be a Tensor, got {type(input).__name__}")
+    if _widened(input, weight, bias):
+        # A half-precision input with float32 parameters, which nn.LayerNorm
+        # takes: computed in float32, rounded once to the input's dtype.
+        return _run(input.float(), num_per_group, weight, bias, eps, centering, p, q, layout,
+                    num_features).to(input.dtype)
     axis = _feature_axis(input, layout)
     wrong_rank = layout in _FIXED and input.dim() != _FIXED[layout][0]
     if num_features is None:

@@ -3,6 +3,7 @@ state_dict loading and repr, and pln.convert on existing models."""
 
 import copy
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -418,6 +419,169 @@ def test_convert_hugging_face_model_from_config():
     with torch.no_grad():
         torch.testing.assert_close(model(ids).last_hidden_state, before(ids).last_hidden_state,
                                    atol=1e-4, rtol=1e-4)
+
+
+def _converted_equals(model, x, **kw):
+    """Converts at full width; returns the conversion and the largest output difference."""
+    before = copy.deepcopy(model)
+    result = pln.convert(model, lambda name, width: width, **kw)
+    with torch.no_grad():
+        return result, (model(x).float() - before(x).float()).abs().max().item()
+
+
+def test_convert_rms_norm_classes_become_pls_whatever_they_are_named():
+    """An RMS norm named in layouts= (or recognised by its class) becomes PLS, never a centred
+    ParallelLN; Hugging Face's and T5's classes have no normalized_shape and still convert;
+    Gemma's (1 + weight) form is carried into the weight."""
+    timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (scripts/venv)")
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.t5.modeling_t5 import T5LayerNorm
+    x = torch.randn(3, 4) * 2 + 1
+    for cls, layouts in ((timm.layers.RmsNorm, {timm.layers.RmsNorm: "features_last"}), (timm.layers.RmsNorm, None),
+                         (T5LayerNorm, {T5LayerNorm: "features_last"}), (T5LayerNorm, None),
+                         (LlamaRMSNorm, {LlamaRMSNorm: "features_last"}), (GemmaRMSNorm, None)):
+        model = randomise(nn.Sequential(nn.Linear(4, 8), cls(8)))
+        result, diff = _converted_equals(model, x, layouts=layouts)
+        assert [type(c.new) for c in result] == [pln.PLS], (cls, layouts)
+        assert diff < 1e-5, (cls, layouts, diff)
+        assert result.skipped == []
+    assert torch.allclose(model[1].weight, result[0].old.weight + 1)  # Gemma's
+
+
+def test_convert_refuses_what_its_replacement_would_not_compute():
+    """timm's LayerNormAct2d applies an activation after the norm: naming its layout does not
+    make it a LayerNorm, and the model is left as it was."""
+    timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
+    from timm.layers.norm_act import LayerNormAct2d
+    model = randomise(nn.Sequential(nn.Conv2d(3, 8, 1), LayerNormAct2d(8)))
+    with pytest.raises(pln.ConversionError, match=r"'1' \(LayerNormAct2d, given in layouts=\) is not replaced: at "
+                                                  r"full width neither a LayerNorm nor an RMSNorm"):
+        pln.convert(model, 4, layouts={LayerNormAct2d: "features_first"})
+    assert type(model[1]) is LayerNormAct2d
+    # Without its activation it is a LayerNorm over channels, and converts.
+    plain = randomise(nn.Sequential(nn.Conv2d(3, 8, 1), LayerNormAct2d(8, apply_act=False)))
+    result, diff = _converted_equals(plain, torch.randn(2, 3, 4, 4), layouts={LayerNormAct2d: "features_first"})
+    assert [type(c.new) for c in result] == [pln.ParallelLN] and diff < 1e-5
+
+
+def test_convert_subclass_of_a_known_norm_keeps_its_layout():
+    timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
+    from timm.models.metaformer import LayerNorm2dNoBias
+    model = randomise(nn.Sequential(nn.Conv2d(3, 8, 1), LayerNorm2dNoBias(8)))
+    result, diff = _converted_equals(model, torch.randn(2, 3, 4, 4))
+    assert result[0].new.layout == "nchw" and result[0].new.bias is None and diff < 1e-5
+
+
+def test_half_precision_input_with_float32_parameters_as_layer_norm_takes_it():
+    ln = randomise(nn.LayerNorm(8))
+    converted = nn.Sequential(copy.deepcopy(ln))
+    pln.convert(converted, 8)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.randn(3, 8, dtype=dtype) * 3 + 1
+        y = converted(x)
+        assert y.dtype == dtype
+        # Computed in float32, rounded once: as nn.LayerNorm computes it (torch 2.x; 1.13 refuses the mix).
+        torch.testing.assert_close(y, ln(x.float()).to(dtype), atol=0, rtol=0)
+        if TORCH >= (2, 0):
+            torch.testing.assert_close(y, ln(x), atol=0, rtol=0)
+    x = torch.randn(3, 8, dtype=torch.bfloat16, requires_grad=True)
+    converted(x).sum().backward()
+    assert x.grad.dtype == torch.bfloat16 and converted[0].weight.grad.dtype == torch.float32
+    timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
+    fp32 = randomise(nn.Sequential(timm.layers.norm.LayerNormFp32(8)))
+    before = copy.deepcopy(fp32)
+    pln.convert(fp32, 4 * 2)
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    torch.testing.assert_close(fp32(x), before(x), atol=0, rtol=0)
+
+
+class NoisyNorm(nn.Module):
+    """A norm-like class pln.convert does not know."""
+
+    def forward(self, x):
+        return x / x.std(-1, keepdim=True)
+
+
+def test_convert_reports_and_warns_about_every_norm_it_leaves_alone():
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (scripts/venv)")
+    from transformers.models.mamba2.modeling_mamba2 import MambaRMSNormGated
+    model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), MambaRMSNormGated(8, group_size=4), NoisyNorm(),
+                          nn.BatchNorm1d(8), nn.LayerNorm(8))
+    with pytest.warns(UserWarning, match=r"left 2 norm-like module\(s\) as they were: '2' \(MambaRMSNormGated\): "
+                                         r".*gated norm.*; '3' \(NoisyNorm\): NoisyNorm is not a LayerNorm or RMSNorm"):
+        result = pln.convert(model, 4, exclude={"5"})
+    assert [c.name for c in result] == ["1"]
+    assert [(s.name, type(s.module).__name__) for s in result.skipped] == [
+        ("2", "MambaRMSNormGated"), ("3", "NoisyNorm"), ("4", "BatchNorm1d"), ("5", "LayerNorm")]
+    assert result.skipped[3].reason == "excluded" and "over the batch" in result.skipped[2].reason
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pln.convert(copy.deepcopy(model), 4, warn=False)
+
+
+def test_hugging_face_save_and_load_then_convert_again(tmp_path):
+    """save_pretrained of a converted model, from_pretrained (the model's own norm classes
+    again), convert again: the logits of the converted model, as the docs say."""
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (scripts/venv)")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                      num_key_value_heads=2, intermediate_size=64)
+    model = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.rand(p.shape))
+    pln.convert(model, 8)
+    ids = torch.randint(0, 64, (1, 5))
+    with torch.no_grad():
+        converted = model(ids).logits
+    model.save_pretrained(tmp_path)
+    loaded = transformers.LlamaForCausalLM.from_pretrained(tmp_path).eval()
+    assert {type(m).__name__ for m in loaded.modules() if "Norm" in type(m).__name__} == {"LlamaRMSNorm"}
+    pln.convert(loaded, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, converted, atol=1e-5, rtol=1e-5)
+
+
+def _small_models():
+    """Models of the libraries pln.convert is used on, from configs (random weights)."""
+    models = {}
+    timm = pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (scripts/venv)")
+    models["vit"] = timm.models.VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2)
+    models["convnext"] = timm.models.ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 8, 16, 16), num_classes=5)
+    models["caformer"] = timm.create_model("caformer_s18", pretrained=False, num_classes=5)
+    small = dict(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    models["bert"] = transformers.BertModel(transformers.BertConfig(**small))
+    models["llama"] = transformers.LlamaForCausalLM(transformers.LlamaConfig(**small, num_key_value_heads=2))
+    models["t5"] = transformers.T5Model(transformers.T5Config(vocab_size=64, d_model=32, d_kv=16, d_ff=64,
+                                                              num_layers=1, num_heads=2))
+    models["gemma"] = transformers.GemmaForCausalLM(transformers.GemmaConfig(**small, num_key_value_heads=2,
+                                                                             head_dim=16))
+    models["mamba2"] = transformers.Mamba2ForCausalLM(transformers.Mamba2Config(
+        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_heads=4, head_dim=16, state_size=8, n_groups=1,
+        expand=2, conv_kernel=4))
+    return models
+
+
+def test_no_norm_like_module_is_left_alone_silently():
+    """Every module whose class is named like a norm is either replaced or reported with a reason."""
+    for label, model in _small_models().items():
+        norms = {name for name, m in model.named_modules() if re.search("norm", type(m).__name__, re.IGNORECASE)}
+        assert norms, label
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = pln.convert(model, lambda name, width: width)
+        replaced = {c.name for c in result}
+        reported = {s.name for s in result.skipped if s.reason}
+        assert norms == replaced | reported, (label, norms - replaced - reported)
+        assert not replaced & reported, label
+    # The Mamba-2 block's gated norm is reported, its plain RMS norms replaced.
+    kinds = {type(s.module).__name__ for s in result.skipped}
+    assert kinds == {"MambaRMSNormGated"}, kinds
+    assert {type(c.old).__name__ for c in result} == {"Mamba2RMSNorm"}
 
 
 # ------------------------------------------------ generated inputs (Hypothesis) ---
