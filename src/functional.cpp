@@ -55,6 +55,14 @@ torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& optio
                           options.centering(), to_string(options.resolved_layout()), options.p());
 }
 
+torch::Tensor gated_norm(const torch::Tensor& x, const torch::Tensor& gate, const GatedNormOptions& options,
+                         const torch::Tensor& weight, const torch::Tensor& bias) {
+  TORCH_CHECK(x.defined() && gate.defined(), "pln: gated_norm's input and gate must be defined tensors");
+  return ops::gated::gated_norm(x, gate, ops::defined_or_none(weight), ops::defined_or_none(bias),
+                                options.num_features(), options.num_per_group(), options.eps(), options.centering(),
+                                options.gate_position(), options.activation());
+}
+
 torch::Tensor pq_norm(const torch::Tensor& x, const PQNormOptions& options,
                       const torch::Tensor& weight, const torch::Tensor& bias) {
   options.validate();

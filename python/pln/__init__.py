@@ -23,7 +23,7 @@ _library.load()
 
 from . import functional  # noqa: E402
 from .convert import Change, Conversion, ConversionError, Skipped, convert  # noqa: E402
-from .modules import PLS, ParallelLN, PQNorm  # noqa: E402
+from .modules import PLS, GatedNorm, ParallelLN, PQNorm  # noqa: E402
 from . import distributed  # noqa: E402
 
 import sys as _sys  # noqa: E402
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 #: Path of the shared library the operators were loaded from.
 library_path = _library.loaded_from
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
+__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
            "ConversionError", "library_path", "__version__"]
 
 

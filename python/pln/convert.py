@@ -10,6 +10,7 @@ shown to compute the norm it is taken for: at full width, its replacement
 gives its output on a probe input.
 """
 
+import inspect
 import numbers
 import re
 import warnings
@@ -18,11 +19,11 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple, Type,
 import torch
 import torch.nn as nn
 
-from .modules import PLS, ParallelLN, _ParallelNorm
+from .modules import PLS, GatedNorm, ParallelLN, _ParallelNorm
 
 __all__ = ["convert", "Change", "Skipped", "Conversion", "ConversionError"]
 
-GroupSize = Union[int, Callable[[str, int], int]]
+GroupSize = Union[int, str, Callable[[str, int], int]]
 
 
 class ConversionError(ValueError):
@@ -107,7 +108,7 @@ def _known_layout(cls: type) -> Optional[str]:
 
 class _Candidate(NamedTuple):
     layout: str
-    kinds: Tuple[str, ...]  # "ln", "rms": what the module may compute, tried in this order
+    kinds: Tuple[str, ...]  # "ln", "rms", "gated": what the module may compute, tried in this order
     trusted: bool           # a torch class: replaced without a probe
     asked: bool             # named in layouts=: a mismatch is an error, not a skip
 
@@ -139,8 +140,9 @@ def _candidate(name: str, module: nn.Module, layouts: Dict[type, str], layer_nor
     if isinstance(module, _OTHER_NORMS):
         return f"{cls.__name__} normalises over the batch or over positions, which no PLN module does"
     if any(_GATED.search(base.__name__) for base in cls.__mro__):
-        return (f"{cls.__name__} is a gated norm (its forward takes a gate): pln.convert does not "
-                f"replace gated norms")
+        if not rms_norm:
+            return "rms_norm=False"
+        return _Candidate("features_last", ("gated",), False, False)
     if isinstance(module, nn.LayerNorm):
         raise ConversionError(
             f"pln.convert: '{name}' is {_qualname(cls)}, a subclass of nn.LayerNorm with its own "
@@ -168,7 +170,18 @@ def _width(module: nn.Module) -> Optional[int]:
     return None
 
 
-def _group(name: str, width: int, num_per_group: GroupSize) -> int:
+def _own_group(module: nn.Module, width: int) -> int:
+    """The grouping a module computes with: a gated norm's group_size, else its width."""
+    g = getattr(module, "group_size", None)
+    return int(g) if isinstance(g, numbers.Integral) and not isinstance(g, bool) and g > 0 else width
+
+
+def _group(name: str, width: int, num_per_group: GroupSize, own: int) -> int:
+    if isinstance(num_per_group, str):
+        if num_per_group != "same":
+            raise ConversionError(f"pln.convert: num_per_group must be an int, a function or 'same', got "
+                                  f"{num_per_group!r}")
+        return own
     g = num_per_group(name, width) if callable(num_per_group) else num_per_group
     if not isinstance(g, numbers.Integral) or isinstance(g, bool):
         raise ConversionError(f"pln.convert: the group size for '{name}' must be an int, got {g!r}")
@@ -192,16 +205,26 @@ def _eps(module: nn.Module) -> Optional[float]:
     return None
 
 
-def _build(module: nn.Module, kind: str, layout: str, g: int, width: int, eps: float, p: float,
-           weight_offset: float) -> _ParallelNorm:
+# A gated norm's variants: (centering, gate position, activation), tried in this order.
+_GATED_VARIANTS = tuple((c, pos, act) for c in (False, True) for pos in ("before", "after")
+                        for act in ("silu", "sigmoid"))
+
+
+def _build(module: nn.Module, kind: Union[str, Tuple[bool, str, str]], layout: str, g: int, width: int, eps: float,
+           p: float, weight_offset: float) -> _ParallelNorm:
     weight = getattr(module, "weight", None)
     bias = getattr(module, "bias", None)
     weight = weight if isinstance(weight, torch.Tensor) else None
     bias = bias if isinstance(bias, torch.Tensor) else None
     factory = {} if weight is None else {"device": weight.device, "dtype": weight.dtype}
-    cls = PLS if kind == "rms" else ParallelLN
-    new = cls(width, g, eps=eps, p=p, layout=layout, elementwise_affine=weight is not None,
-              bias=bias is not None, **factory)
+    if isinstance(kind, tuple):
+        centering, position, act = kind
+        new = GatedNorm(width, g, eps, centering=centering, gate_position=position, activation=act,
+                        elementwise_affine=weight is not None, bias=bias is not None, **factory)
+    else:
+        cls = PLS if kind == "rms" else ParallelLN
+        new = cls(width, g, eps=eps, p=p, layout=layout, elementwise_affine=weight is not None,
+                  bias=bias is not None, **factory)
     with torch.no_grad():
         if weight is not None:
             new.weight.copy_(weight.detach().reshape(-1) + weight_offset)
@@ -221,11 +244,16 @@ def _probe(layout: str, width: int, dtype: torch.dtype, device: torch.device) ->
     return x.to(device=device, dtype=dtype)
 
 
-def _difference(module: nn.Module, replacement: nn.Module, x: torch.Tensor) -> float:
+def _difference(module: nn.Module, replacement: nn.Module, x: torch.Tensor,
+                gate: Optional[torch.Tensor] = None) -> float:
     """The largest difference of the two outputs on x, relative to the largest output."""
+    args = (x,) if gate is None else (x, gate)
     with torch.no_grad():
-        want = module(x)
-        got = replacement(x)
+        try:
+            want = module(*args)
+        except Exception:  # noqa: BLE001 - a module that cannot take the probe computes no norm we know
+            return float("inf")
+        got = replacement(*args)
     if not isinstance(want, torch.Tensor) or want.shape != got.shape:
         return float("inf")
     want, got = want.double(), got.double()
@@ -233,7 +261,7 @@ def _difference(module: nn.Module, replacement: nn.Module, x: torch.Tensor) -> f
 
 
 def _verified(name: str, module: nn.Module, candidate: _Candidate, width: int, eps: float,
-              p: float) -> Union[Tuple[str, float], str]:
+              p: float, own: int) -> Union[Tuple[Union[str, Tuple[bool, str, str]], float], str]:
     """The kind and weight offset under which the module's full-width
     replacement gives its output on a probe; else why none does."""
     weight = getattr(module, "weight", None)
@@ -246,6 +274,16 @@ def _verified(name: str, module: nn.Module, candidate: _Candidate, width: int, e
     x = _probe(candidate.layout, width, dtype, device)
     offsets = (0.0, 1.0) if isinstance(weight, torch.Tensor) else (0.0,)  # 1.0: Gemma's (1 + weight)
     closest = (float("inf"), "")
+    if candidate.kinds == ("gated",):
+        gate = _probe(candidate.layout, width, dtype, device).flip(-1) * 1.3 - 0.4
+        for variant in _GATED_VARIANTS:
+            full = _build(module, variant, candidate.layout, own, width, eps, p, 0.0).eval()
+            diff = _difference(module, full, x, gate)
+            if diff <= tolerance:
+                return variant, 0.0
+            closest = min(closest, (diff, "gated norm (centering={}, gate {}, {})".format(*variant)))
+        return (f"no gated norm over groups of {own} (gate before or after, SiLU or sigmoid, centred or not) "
+                f"gives its output on a probe (the closest, {closest[1]}, is off by {closest[0]:.3g})")
     for kind in candidate.kinds:
         for offset in offsets:
             full = _build(module, kind, candidate.layout, width, width, eps, p, offset).eval()
@@ -258,6 +296,19 @@ def _verified(name: str, module: nn.Module, candidate: _Candidate, width: int, e
             f"'{candidate.layout}' gives its output (the closest, {closest[1]}, is off by "
             f"{closest[0]:.3g} of the output's largest value): it computes something else (an "
             f"activation, a gate, another axis)")
+
+
+def _parent_reads_norm(model: nn.Module, name: str) -> bool:
+    """Whether the module holding `name` reads its norm's weight and eps itself, as
+    transformers' Mamba-2 mixers do for their combined scan kernel (in training
+    without a cache), which then normalises in place of the norm module."""
+    parent_name, _, _ = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    try:
+        source = inspect.getsource(type(parent))
+    except (OSError, TypeError):
+        return False
+    return "norm.variance_epsilon" in source
 
 
 def _no_fused_path(module: nn.Module, args) -> None:
@@ -279,16 +330,19 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
     classes (``LayerNorm2d``, ``RmsNorm2d``: channels first), classes named
     like a per-position norm (Hugging Face's ``*RMSNorm``, ``T5LayerNorm``,
     Gemma's ``1 + weight`` form), subclasses of these that keep their forward,
-    and the classes of ``layouts``. Each one that is not a torch class is
+    the gated norms (``*RMSNormGated``: :class:`pln.GatedNorm`, gate before
+    or after the norm, SiLU or sigmoid, whichever matches) and the classes of
+    ``layouts``. Each one that is not a torch class is
     replaced only if, at full width, its replacement gives its output on a
     probe input (a LayerNorm, an RMSNorm, or an RMSNorm scaled by
     ``1 + weight``, whichever matches).
 
     Args:
         model: any module; changed in place.
-        num_per_group: features per group: an int for every module, or a
-            function ``(qualified_name, width) -> int``. With the width itself,
-            the converted model computes what the original did.
+        num_per_group: features per group: an int for every module, a
+            function ``(qualified_name, width) -> int``, or ``"same"``: each
+            module's own grouping (its width; a gated norm's ``group_size``),
+            with which the converted model computes what the original did.
         p: exponent of the group statistic. Default: ``2`` (the paper's PLN).
         layer_norm: convert LayerNorms into :class:`pln.ParallelLN`.
         rms_norm: convert RMSNorms into :class:`pln.PLS`.
@@ -371,8 +425,9 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
         elif eps is None:
             problem = "its epsilon is unknown (no eps or variance_epsilon attribute)"
         kind, offset = candidate.kinds[0], 0.0
+        own = _own_group(module, width) if width is not None else 0
         if problem is None and not candidate.trusted:
-            verdict = _verified(name, module, candidate, width, eps, p)
+            verdict = _verified(name, module, candidate, width, eps, p, own)
             if isinstance(verdict, str):
                 problem = verdict
             else:
@@ -383,7 +438,13 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
                                       f"{problem}. Leave it with exclude={{'{name}'}}")
             skip(name, module, problem)
             continue
-        g = _group(name, width, num_per_group)
+        g = _group(name, width, num_per_group, own)
+        if kind not in ("ln", "rms") and g != own and _parent_reads_norm(model, name):
+            raise ConversionError(
+                f"pln.convert: '{name}' ({cls_name}) is read by the module holding it, which in some paths "
+                f"(transformers' Mamba-2 mixers, training without a cache) normalises with the norm's weight and "
+                f"eps itself, over groups of {own}: converted to groups of {g} the model would compute two "
+                f"things. Keep its grouping (num_per_group='same', or {own} for it) or exclude it")
         built.append(Change(name, module, _build(module, kind, candidate.layout, g, width, eps, p, offset)))
 
     # Every replacement is known to succeed: make them all.

@@ -18,7 +18,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-__all__ = ["parallel_ln", "pls", "pq_norm", "LAYOUTS", "LOCAL_WIDTH"]
+__all__ = ["parallel_ln", "pls", "pq_norm", "gated_norm", "LAYOUTS", "LOCAL_WIDTH"]
 
 #: Layouts the functions accept. "features_last" (the default, as for
 #: ``layer_norm``): features on the last axis, any leading rank.
@@ -272,3 +272,41 @@ def pq_norm(input: Tensor, num_per_group: int, weight: Optional[Tensor] = None,
     ``p = q = 2`` is :func:`parallel_ln`. Other arguments as for :func:`parallel_ln`.
     """
     return _run(input, num_per_group, weight, bias, eps, centering, p, q, layout)
+
+
+def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5, *, centering: bool = False,
+               gate_position: str = "before", activation: str = "silu") -> Tensor:
+    r"""The gated norm of the state-space and linear-attention hybrids, features
+    last, over groups of ``num_per_group`` features, with a gate shaped like the input:
+
+    - ``gate_position="before"`` (Mamba-2's ``MambaRMSNormGated``):
+      :math:`y = \mathrm{norm}(x \cdot \mathrm{act}(z)) \cdot w + b`;
+    - ``gate_position="after"`` (Gated DeltaNet's ``Qwen3NextRMSNormGated``):
+      :math:`y = (\mathrm{norm}(x) \cdot w + b) \cdot \mathrm{act}(z)`;
+
+    where norm is :func:`pls` (``centering=False``, the default: an RMS norm
+    per group) or :func:`parallel_ln`, and act is ``"silu"`` or ``"sigmoid"``.
+    Float16 and bfloat16 are computed in float32 and rounded once, as the
+    models' classes do. Runs ``torch.ops.pln.gated_norm``: fused CPU kernels
+    for float32 and float64, one pass over ``x`` and ``z`` forward and one over
+    ``x``, ``z`` and the output's gradient backward; the composite ATen
+    formulation elsewhere and under ``torch.func`` transforms.
+    """
+    if not isinstance(input, Tensor) or not isinstance(gate, Tensor):
+        raise TypeError("pln: gated_norm's input and gate must be Tensors")
+    if input.dim() < 1:
+        raise ValueError("pln: gated_norm's input needs at least 1 dimension (features last)")
+    width = int(input.shape[-1])
+    _check_group(width, num_per_group)
+    if _widened(input, weight, bias) or (input.dtype != gate.dtype and gate.dtype == torch.float32):
+        dtype = input.dtype
+        return gated_norm(input.float(), gate.float(), num_per_group, weight, bias, eps, centering=centering,
+                          gate_position=gate_position, activation=activation).to(dtype)
+    if weight is not None and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)
+    if bias is not None and bias.dtype != input.dtype:
+        bias = bias.to(input.dtype)
+    return torch.ops.pln.gated_norm(input, gate, weight, bias, width, num_per_group, float(eps), bool(centering),
+                                    gate_position, activation)
+

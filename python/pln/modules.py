@@ -13,7 +13,7 @@ from torch.nn.parameter import Parameter
 
 from . import functional as F
 
-__all__ = ["ParallelLN", "PLS", "PQNorm"]
+__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm"]
 
 # Layout name for the original module's `dim` argument.
 _LAYOUT_OF_DIM = {2: "nc", 3: "ntc", 4: "nchw"}
@@ -286,3 +286,65 @@ class PQNorm(_ParallelNorm):
 
     def _repr_values(self) -> Dict[str, Any]:
         return dict(super()._repr_values(), q=float(self.q))
+
+
+class GatedNorm(_ParallelNorm):
+    r"""The gated norm of Mamba-2 and the Gated DeltaNet hybrids:
+    :func:`pln.functional.gated_norm` over the last axis, in groups of
+    ``num_per_group`` features. ``forward(input, gate=None)``: without a gate,
+    the norm alone (:class:`PLS`, or :class:`ParallelLN` with ``centering``).
+
+    Transformers' ``MambaRMSNormGated(hidden_size, group_size, eps)`` is
+    ``GatedNorm(hidden_size, group_size, eps)``; ``Qwen3NextRMSNormGated(head_dim)``
+    is ``GatedNorm(head_dim, head_dim, 1e-6, gate_position="after")``. Their
+    ``state_dict`` (``weight``) loads.
+
+    Args:
+        num_features: features on the last axis.
+        num_per_group: features per group; must divide ``num_features``.
+        eps: added to the group statistic before the root. Default: ``1e-5``.
+        centering: subtract each group's mean. Default: ``False`` (RMS norm per group).
+        gate_position: ``"before"`` the norm (default) or ``"after"`` it.
+        activation: of the gate, ``"silu"`` (default) or ``"sigmoid"``.
+        elementwise_affine: learn a per-feature ``weight``. Default: ``True``.
+        bias: also learn a ``bias``. Default: ``False``, as the models' classes.
+        device, dtype: of the parameters.
+    """
+
+    gate_position: str
+    activation: str
+    _repr_defaults = dict(_ParallelNorm._repr_defaults, centering=False, bias=False, gate_position="before",
+                          activation="silu")
+
+    def __init__(self, num_features: int, num_per_group: int, eps: float = 1e-5, *, centering: bool = False,
+                 gate_position: str = "before", activation: str = "silu", elementwise_affine: bool = True,
+                 bias: bool = False, device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        if gate_position not in ("before", "after"):
+            raise ValueError(f"pln: gate_position must be 'before' or 'after', got {gate_position!r}")
+        if activation not in ("silu", "sigmoid"):
+            raise ValueError(f"pln: activation must be 'silu' or 'sigmoid', got {activation!r}")
+        super().__init__(num_features, num_per_group, eps=eps, centering=centering, affine=elementwise_affine,
+                         elementwise_affine=None, bias=bias, dim=3, p=2.0, layout="features_last", device=device,
+                         dtype=dtype)
+        self.gate_position = gate_position
+        self.activation = activation
+
+    @property
+    def variance_epsilon(self) -> float:
+        """``eps``, under the name transformers' classes give it (their mixers read it)."""
+        return self.eps
+
+    def forward(self, input: Tensor, gate: Optional[Tensor] = None) -> Tensor:
+        if gate is None:
+            return F._run(input, self.num_per_group, self.weight, self.bias, self.eps, self.centering, 2.0, None,
+                          "features_last", self.num_features)
+        if input.shape[-1] != self.num_features:
+            raise RuntimeError(f"pln: expected {self.num_features} features on the last axis of the input, "
+                               f"got {input.shape[-1]} (input shape {tuple(input.shape)})")
+        return F.gated_norm(input, gate, self.num_per_group, self.weight, self.bias, self.eps,
+                            centering=self.centering, gate_position=self.gate_position, activation=self.activation)
+
+    def _repr_values(self) -> Dict[str, Any]:
+        return dict(super()._repr_values(), bias=self.bias is not None, gate_position=self.gate_position,
+                    activation=self.activation)
+

@@ -136,6 +136,11 @@ namespace autocast {
 ParallelLNFn parallel_ln;
 PQNormFn pq_norm;
 }  // namespace autocast
+namespace gated {  // gated.cpp: pln::gated_norm through the dispatcher
+at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                      bool centering, c10::string_view gate_position, c10::string_view activation);
+}  // namespace gated
 
 // ------------------------------------------------------------------ shared ---
 

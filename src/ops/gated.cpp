@@ -1,0 +1,461 @@
+// The gated norm: PLN or PLS over groups of the last axis with a gate z shaped
+// like the input, multiplied in before the norm (Mamba-2's MambaRMSNormGated:
+// norm(x * act(z))) or after it (Gated DeltaNet's: norm(x) * act(z)), act SiLU
+// or the sigmoid. Its schemas and the kernel of each dispatch key:
+//
+//   pln::gated_norm           the public op
+//   pln::gated_norm_forward   y plus the per-group mean and 1/std (fused CPU kernels)
+//   pln::gated_norm_backward  dx, dz, dweight, dbias from them
+//
+// CPU float32 and float64 run the fused kernels of src/cpu/gated_kernels.cpp;
+// every other device and dtype the composite ATen formulation, computed in
+// float32 for float16 and bfloat16 inputs (as the models' own classes do) and
+// rounded once. Autograd runs the fused backward, and the composite gradient
+// formulas where a graph of the gradient is wanted (double backward).
+
+#include "ops/ops.h"
+
+#include "cpu/gated_kernels.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+
+namespace pln::ops::gated {
+
+namespace {
+
+using Tensor4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+using GatedNormFn = at::Tensor(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                               const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                               bool centering, c10::string_view gate_position, c10::string_view activation);
+using GatedForwardFn = Tensor3(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                               const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                               bool centering, c10::string_view gate_position, c10::string_view activation);
+using GatedBackwardFn = Tensor4(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                                const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                                const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                                bool centering, c10::string_view gate_position, c10::string_view activation);
+
+struct Spec {
+  int64_t num_features, num_per_group;
+  double eps;
+  bool centering, gate_before, sigmoid;
+  int64_t groups() const { return num_features / num_per_group; }
+};
+
+std::string text(c10::string_view s) { return std::string(s.data(), s.size()); }
+
+// The scalar arguments and the tensors, checked; errors name the bad value.
+Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+             const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps, bool centering,
+             c10::string_view gate_position, c10::string_view activation) {
+  const auto position = text(gate_position), act = text(activation);
+  TORCH_CHECK(position == "before" || position == "after",
+              "pln::gated_norm: gate_position must be 'before' or 'after' (the norm), got '", position, "'");
+  TORCH_CHECK(act == "silu" || act == "sigmoid", "pln::gated_norm: activation must be 'silu' or 'sigmoid', got '",
+              act, "'");
+  TORCH_CHECK(input.defined() && gate.defined(), "pln::gated_norm: input and gate must be defined tensors");
+  TORCH_CHECK(input.dim() >= 1, "pln::gated_norm: the input needs at least 1 dimension (features last)");
+  TORCH_CHECK(input.is_floating_point(), "pln::gated_norm: the input must be floating point, got ",
+              input.scalar_type());
+  TORCH_CHECK(gate.sym_sizes() == input.sym_sizes(), "pln::gated_norm: the gate has shape ", gate.sym_sizes(),
+              " but the input has shape ", input.sym_sizes(), "; they must be equal");
+  TORCH_CHECK(gate.scalar_type() == input.scalar_type() && gate.device() == input.device(),
+              "pln::gated_norm: the gate is ", gate.scalar_type(), " on ", gate.device(), " but the input is ",
+              input.scalar_type(), " on ", input.device());
+  const int64_t width = input.sym_size(-1).guard_int(__FILE__, __LINE__);
+  if (num_features <= kInputWidth) num_features = width;
+  TORCH_CHECK(num_features == width, "pln::gated_norm: expected ", num_features,
+              " features on the last axis, got ", width, " (input shape ", input.sym_sizes(), ")");
+  TORCH_CHECK(num_per_group > 0 && num_features % num_per_group == 0, "pln::gated_norm: num_per_group (",
+              num_per_group, ") must be a positive divisor of the number of features (", num_features, ")");
+  TORCH_CHECK(eps >= 0 && std::isfinite(eps), "pln::gated_norm: eps must be finite and >= 0, got ", eps);
+  for (const auto& [p, name] : {std::pair<const OptionalTensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
+    if (!p->has_value()) continue;
+    TORCH_CHECK(p->value().sym_numel() == num_features, "pln::gated_norm: ", name, " has ",
+                p->value().sym_numel(), " elements, expected ", num_features);
+    TORCH_CHECK(p->value().device() == input.device(), "pln::gated_norm: ", name, " is on ", p->value().device(),
+                " but the input is on ", input.device());
+  }
+  return {num_features, num_per_group, eps, centering, position == "before", act == "sigmoid"};
+}
+
+template <typename Fn>
+c10::TypedOperatorHandle<Fn> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
+}
+
+bool fused(const at::Tensor& input) {
+  const auto t = input.scalar_type();
+  return input.device().is_cpu() && input.layout() == c10::kStrided && (t == at::kFloat || t == at::kDouble);
+}
+
+// ------------------------------------------------------------- composite ---
+
+// Half-precision tensors are computed in float32, as the models' classes do.
+at::Tensor wide(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  const auto type = t.scalar_type();
+  return type == at::kHalf || type == at::kBFloat16 ? t.to(at::kFloat) : t;
+}
+
+at::Tensor activation(const at::Tensor& z, const Spec& s) { return s.sigmoid ? z.sigmoid() : at::silu(z); }
+
+at::Tensor activation_slope(const at::Tensor& z, const Spec& s) {
+  const at::Tensor sg = z.sigmoid();
+  return s.sigmoid ? sg * (1 - sg) : sg * (1 + z * (1 - sg));
+}
+
+// [rows, groups, g] of a features-last tensor.
+at::Tensor grouped(const at::Tensor& t, const Spec& s) { return t.reshape({-1, s.groups(), s.num_per_group}); }
+
+// Normalised groups of h (centred first when centering: shifted by a value of
+// their own, which carries no gradient, as the fused kernels do) and 1/std.
+std::pair<at::Tensor, at::Tensor> normalised(const at::Tensor& hg, const Spec& s) {
+  at::Tensor c = hg;
+  if (s.centering) {
+    const at::Tensor shifted = hg - hg.narrow(-1, 0, 1).detach();
+    c = shifted - shifted.mean(-1, true);
+  }
+  const at::Tensor r = (c.pow(2).mean(-1, true) + s.eps).rsqrt();
+  return {c * r, r};
+}
+
+at::Tensor composite_forward(const at::Tensor& input, const at::Tensor& gate, const at::Tensor& weight,
+                             const at::Tensor& bias, const Spec& s) {
+  const at::Tensor x = wide(input), z = wide(gate);
+  const at::Tensor a = activation(z, s);
+  const at::Tensor h = s.gate_before ? x * a : x;
+  at::Tensor y = normalised(grouped(h, s), s).first.reshape_symint(h.sym_sizes());
+  if (weight.defined()) y = y * wide(weight).reshape({-1});
+  if (bias.defined()) y = y + wide(bias).reshape({-1});
+  if (!s.gate_before) y = y * a;
+  return y.to(input.scalar_type());
+}
+
+// The gradients as differentiable ATen ops (a create_graph backward differentiates them).
+Tensor4 composite_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                           const at::Tensor& weight, const at::Tensor& bias, const Spec& s) {
+  const at::Tensor x = wide(input), z = wide(gate), dy = wide(grad_output);
+  const at::Tensor a = activation(z, s), da = activation_slope(z, s);
+  const at::Tensor h = s.gate_before ? x * a : x;
+  const auto [n, r] = normalised(grouped(h, s), s);
+  const auto G = s.groups(), g = s.num_per_group;
+  const at::Tensor w = weight.defined() ? wide(weight).reshape({G, g}) : at::ones({G, g}, n.options());
+  const at::Tensor dyg = grouped(dy, s);
+  const at::Tensor dt = s.gate_before ? dyg : dyg * grouped(a, s);
+  const at::Tensor dn = dt * w;
+  at::Tensor inner = dn - n * (dn * n).mean(-1, true);
+  if (s.centering) inner = inner - dn.mean(-1, true);
+  const at::Tensor dh = (r * inner).reshape_symint(x.sym_sizes());
+  at::Tensor dx, dz;
+  if (s.gate_before) {
+    dx = dh * a;
+    dz = dh * x * da;
+  } else {
+    dx = dh;
+    at::Tensor t = n * w;
+    if (bias.defined()) t = t + wide(bias).reshape({G, g});
+    dz = dy * t.reshape_symint(x.sym_sizes()) * da;
+  }
+  const auto type = input.scalar_type();
+  return {dx.to(type), dz.to(type), (dt * n).sum(0).reshape({s.num_features}).to(type),
+          dt.sum(0).reshape({s.num_features}).to(type)};
+}
+
+// ------------------------------------------------------------------- CPU ---
+
+at::Tensor ones_or(const OptionalTensor& w, const at::Tensor& x, int64_t c, double fill) {
+  return w.has_value() ? w->reshape({-1}).to(x.scalar_type()).contiguous() : at::full({c}, fill, x.options());
+}
+
+pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s) {
+  return {x.numel() / s.num_features, s.num_features, s.num_per_group, s.eps, s.centering, s.gate_before,
+          s.sigmoid};
+}
+
+Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                    const OptionalTensor& bias, const Spec& s, bool save_stats) {
+  const at::Tensor x = input.contiguous(), z = gate.contiguous();
+  at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto stats_sizes = x.sizes().vec();
+  stats_sizes.back() = s.groups();
+  at::Tensor mean, rstd;
+  if (save_stats) mean = at::empty(stats_sizes, x.options()), rstd = at::empty(stats_sizes, x.options());
+  const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_gated_norm_forward", [&] {
+    pln::cpu::gated::forward<scalar_t>(shape_of(x, s), x.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
+                                  w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                  save_stats ? mean.data_ptr<scalar_t>() : nullptr,
+                                  save_stats ? rstd.data_ptr<scalar_t>() : nullptr);
+  });
+  return {y, mean, rstd};
+}
+
+// ------------------------------------------------------- dispatcher calls ---
+
+Tensor3 call_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                     const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                     bool centering, c10::string_view gate_position, c10::string_view activation) {
+  static const auto op = handle<GatedForwardFn>("pln::gated_norm_forward");
+  return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+}
+
+Tensor4 call_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                      const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                      bool centering, c10::string_view gate_position, c10::string_view activation) {
+  static const auto op = handle<GatedBackwardFn>("pln::gated_norm_backward");
+  return op.call(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group, eps, centering,
+                 gate_position, activation);
+}
+
+// ------------------------------------------------------------- kernels ---
+
+at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                            bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s).contiguous();
+}
+
+at::Tensor cpu_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                      bool centering, c10::string_view gate_position, c10::string_view activation) {
+  if (!fused(input)) {
+    return composite_kernel(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                            activation);
+  }
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  return std::get<0>(cpu_forward(input, gate, weight, bias, s, /*save_stats=*/false));
+}
+
+Tensor3 cpu_forward_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                           const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                           bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  TORCH_CHECK(fused(input), "pln::gated_norm_forward: the fused CPU kernels take float32 or float64 input, got ",
+              input.scalar_type());
+  return cpu_forward(input, gate, weight, bias, s, /*save_stats=*/true);
+}
+
+Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                            const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                            bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take float32 or float64 input, got ",
+              input.scalar_type());
+  TORCH_CHECK(grad_output.sizes() == input.sizes() && grad_output.scalar_type() == input.scalar_type(),
+              "pln::gated_norm_backward: grad_output is ", grad_output.scalar_type(), " of shape ",
+              grad_output.sizes(), ", the input ", input.scalar_type(), " of shape ", input.sizes());
+  TORCH_CHECK(mean.numel() * s.num_per_group == input.numel() && rstd.numel() == mean.numel() &&
+                  mean.scalar_type() == input.scalar_type(),
+              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
+  const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
+  const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
+  at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);
+  at::Tensor dw = at::empty({s.num_features}, x.options().dtype(at::kDouble));
+  at::Tensor db = at::empty({s.num_features}, x.options().dtype(at::kDouble));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_gated_norm_backward", [&] {
+    pln::cpu::gated::backward<scalar_t>(shape_of(x, s), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                   z.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                                   m.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(),
+                                   dz.data_ptr<scalar_t>(), dw.data_ptr<double>(), db.data_ptr<double>());
+  });
+  return {dx, dz, dw.to(x.scalar_type()), db.to(x.scalar_type())};
+}
+
+at::Tensor meta_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                       bool centering, c10::string_view gate_position, c10::string_view activation) {
+  checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+  return at::empty_like(input, at::MemoryFormat::Contiguous);
+}
+
+Tensor3 meta_forward_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                            bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  c10::SymDimVector shape(input.sym_sizes().begin(), input.sym_sizes().end());
+  shape.back() = s.groups();
+  return {at::empty_like(input, at::MemoryFormat::Contiguous), at::empty_symint(shape, input.options()),
+          at::empty_symint(shape, input.options())};
+}
+
+Tensor4 meta_backward_kernel(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                             const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                             const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                             bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  TORCH_CHECK(grad_output.sym_sizes() == input.sym_sizes(), "pln::gated_norm_backward: grad_output has shape ",
+              grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
+  TORCH_CHECK(mean.sym_numel() == rstd.sym_numel() && mean.sym_numel() * s.num_per_group == input.sym_numel(),
+              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  return {at::empty_like(input, at::MemoryFormat::Contiguous), at::empty_like(input, at::MemoryFormat::Contiguous),
+          at::empty({s.num_features}, input.options()), at::empty({s.num_features}, input.options())};
+}
+
+// --------------------------------------------------------------- autograd ---
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
+ public:
+  // An absent weight or bias travels as an empty placeholder (LibTorch 1.13's apply takes no undefined tensor).
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& gate,
+                               const at::Tensor& weight_or_empty, const at::Tensor& bias_or_empty, bool has_weight,
+                               bool has_bias, int64_t num_features, int64_t num_per_group, double eps,
+                               bool centering, const std::string& gate_position, const std::string& activation) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    const OptionalTensor weight = has_weight ? OptionalTensor(weight_or_empty) : OptionalTensor();
+    const OptionalTensor bias = has_bias ? OptionalTensor(bias_or_empty) : OptionalTensor();
+    auto [y, mean, rstd] = call_forward(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+                                        gate_position, activation);
+    ctx->save_for_backward({input, gate, weight_or_empty, bias_or_empty, mean, rstd});
+    ctx->saved_data["has_weight"] = has_weight;
+    ctx->saved_data["has_bias"] = has_bias;
+    ctx->saved_data["num_features"] = num_features;
+    ctx->saved_data["num_per_group"] = num_per_group;
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["centering"] = centering;
+    ctx->saved_data["gate_position"] = gate_position;
+    ctx->saved_data["activation"] = activation;
+    return {y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const bool has_weight = ctx->saved_data["has_weight"].toBool(), has_bias = ctx->saved_data["has_bias"].toBool();
+    const OptionalTensor weight = has_weight ? OptionalTensor(saved[2]) : OptionalTensor();
+    const OptionalTensor bias = has_bias ? OptionalTensor(saved[3]) : OptionalTensor();
+    const std::string position = ctx->saved_data["gate_position"].toStringRef();
+    const std::string act = ctx->saved_data["activation"].toStringRef();
+    auto [dx, dz, dw, db] = call_backward(
+        grad_outputs[0], saved[0], saved[1], saved[4], saved[5], weight, bias, ctx->saved_data["num_features"].toInt(),
+        ctx->saved_data["num_per_group"].toInt(), ctx->saved_data["eps"].toDouble(),
+        ctx->saved_data["centering"].toBool(), position, act);
+    const at::Tensor none;
+    return {ctx->needs_input_grad(0) ? dx : none,
+            ctx->needs_input_grad(1) ? dz : none,
+            has_weight && ctx->needs_input_grad(2) ? dw.reshape_as(saved[2]) : none,
+            has_bias && ctx->needs_input_grad(3) ? db.reshape_as(saved[3]) : none,
+            none, none, none, none, none, none, none, none};
+  }
+};
+
+bool records(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+bool records(const OptionalTensor& t) { return t.has_value() && t->requires_grad(); }
+bool tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
+bool tangent(const OptionalTensor& t) { return t.has_value() && tangent(*t); }
+
+at::Tensor autograd_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                           const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                           bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const bool tangents = tangent(input) || tangent(gate) || tangent(weight) || tangent(bias);
+  const bool grads = at::GradMode::is_enabled() && (records(input) || records(gate) || records(weight) ||
+                                                    records(bias));
+  if (!tangents && !grads) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    static const auto op = handle<GatedNormFn>("pln::gated_norm");
+    return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+  }
+  if (!tangents && fused(input)) {
+    const auto placeholder = [&](const OptionalTensor& t) { return t.has_value() ? *t : at::empty({0}, input.options()); };
+    return GatedNormFunction::apply(input, gate, placeholder(weight), placeholder(bias), weight.has_value(),
+                                    bias.has_value(), num_features, num_per_group, eps, centering,
+                                    text(gate_position), text(activation))[0];
+  }
+  // Forward-mode tangents, or inputs without fused kernels: the composite formulation, recorded by autograd.
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s);
+}
+
+Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                                 const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                                 const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                                 bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const bool graph = at::GradMode::is_enabled() && (records(grad_output) || records(input) || records(gate) ||
+                                                    records(weight) || records(bias));
+  if (!graph) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_backward(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group, eps,
+                         centering, gate_position, activation);
+  }
+  // A graph of the gradient is wanted: the composite formulas, which autograd differentiates.
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  return composite_backward(grad_output, input, gate, value_or_undefined(weight), value_or_undefined(bias), s);
+}
+
+Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                                const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                                bool centering, c10::string_view gate_position, c10::string_view activation) {
+  // Called below GatedNormFunction only; the statistics carry no gradient.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return call_forward(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                      activation);
+}
+
+}  // namespace
+
+at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                      bool centering, c10::string_view gate_position, c10::string_view activation) {
+  static const auto op = handle<GatedNormFn>("pln::gated_norm");
+  return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+}
+
+}  // namespace pln::ops::gated
+
+TORCH_LIBRARY_FRAGMENT(pln, m) {
+  m.def("gated_norm(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
+        "str activation=\"silu\") -> Tensor");
+  m.def("gated_norm_forward(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
+        "str activation=\"silu\") -> (Tensor output, Tensor mean, Tensor rstd)");
+  m.def("gated_norm_backward(Tensor grad_output, Tensor input, Tensor gate, Tensor mean, Tensor rstd, "
+        "Tensor? weight, Tensor? bias, int num_features, int num_per_group, float eps=1e-05, "
+        "bool centering=False, str gate_position=\"before\", str activation=\"silu\") "
+        "-> (Tensor grad_input, Tensor grad_gate, Tensor grad_weight, Tensor grad_bias)");
+}
+
+TORCH_LIBRARY_IMPL(pln, CPU, m) {
+  m.impl("gated_norm", TORCH_FN(pln::ops::gated::cpu_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::cpu_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::cpu_backward_kernel));
+}
+
+TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
+  m.impl("gated_norm", TORCH_FN(pln::ops::gated::composite_kernel));
+}
+
+TORCH_LIBRARY_IMPL(pln, Meta, m) {
+  m.impl("gated_norm", TORCH_FN(pln::ops::gated::meta_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::meta_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::meta_backward_kernel));
+}
+
+TORCH_LIBRARY_IMPL(pln, Autograd, m) {
+  m.impl("gated_norm", TORCH_FN(pln::ops::gated::autograd_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::autograd_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::autograd_backward_kernel));
+}

@@ -1,0 +1,94 @@
+// pln::functional::gated_norm: the gated norm of the Mamba-2 and Gated DeltaNet
+// hybrids, against its formula in float64, in every dtype, with its gradients.
+
+#include <gtest/gtest.h>
+
+#include <pln/pln.h>
+
+#include <string>
+#include <tuple>
+
+namespace {
+
+// The formula, written out in float64.
+torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& z, int64_t g, const torch::Tensor& w,
+                        const torch::Tensor& b, bool centering, const std::string& position, const std::string& act,
+                        double eps = 1e-5) {
+  const auto xd = x.to(torch::kDouble), zd = z.to(torch::kDouble);
+  const auto a = act == "sigmoid" ? zd.sigmoid() : zd * zd.sigmoid();
+  const auto h = position == "before" ? xd * a : xd;
+  auto hg = h.reshape({-1, h.size(-1) / g, g});
+  if (centering) hg = hg - hg.mean(-1, true);
+  auto y = (hg / (hg.pow(2).mean(-1, true) + eps).sqrt()).reshape(h.sizes());
+  if (w.defined()) y = y * w.to(torch::kDouble);
+  if (b.defined()) y = y + b.to(torch::kDouble);
+  return position == "after" ? y * a : y;
+}
+
+using Variant = std::tuple<bool, std::string, std::string>;
+
+class GatedNorm : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(GatedNorm, ForwardAndGradientsMatchTheFormulaInEveryDtype) {
+  const auto [centering, position, act] = GetParam();
+  torch::manual_seed(0);
+  const auto options = pln::functional::GatedNormOptions(64, 16).centering(centering).gate_position(position)
+                           .activation(act);
+  const auto x0 = torch::randn({3, 5, 64}, torch::kDouble) * 2 + 0.5, z0 = torch::randn({3, 5, 64}, torch::kDouble);
+  const auto w0 = torch::rand({64}, torch::kDouble) + 0.5, b0 = torch::randn({64}, torch::kDouble);
+  const auto dy = torch::randn({3, 5, 64}, torch::kDouble);
+  auto x64 = x0.clone().requires_grad_(), z64 = z0.clone().requires_grad_();
+  auto w64 = w0.clone().requires_grad_(), b64 = b0.clone().requires_grad_();
+  const auto want = reference(x64, z64, 16, w64, b64, centering, position, act);
+  want.backward(dy);
+  // Tolerances: float64 to rounding, float32 a few ulps of the largest value, half types one rounding.
+  for (const auto& [dtype, tol] : {std::pair{torch::kDouble, 1e-10}, std::pair{torch::kFloat, 2e-5},
+                                   std::pair{torch::kBFloat16, 1.6e-2}, std::pair{torch::kHalf, 2e-3}}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const auto leaf = [dtype = dtype](const torch::Tensor& t) { return t.to(dtype).clone().requires_grad_(); };
+    auto x = leaf(x0), z = leaf(z0), w = leaf(w0), b = leaf(b0);
+    const auto y = pln::functional::gated_norm(x, z, options, w, b);
+    ASSERT_EQ(y.scalar_type(), dtype);
+    const double scale = want.abs().max().item<double>();
+    EXPECT_LE((y.to(torch::kDouble) - want).abs().max().item<double>(), tol * scale);
+    if (dtype == torch::kBFloat16 || dtype == torch::kHalf) continue;  // gradients of rounded inputs differ more
+    y.backward(dy.to(dtype));
+    for (const auto& [got, ref] : {std::pair{x.grad(), x64.grad()}, std::pair{z.grad(), z64.grad()},
+                                   std::pair{w.grad(), w64.grad()}, std::pair{b.grad(), b64.grad()}}) {
+      const double ref_scale = ref.abs().max().item<double>() + 1e-12;
+      EXPECT_LE((got.to(torch::kDouble) - ref).abs().max().item<double>(), 20 * tol * ref_scale);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GatedNorm,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values("before", "after"),
+                                            ::testing::Values("silu", "sigmoid")));
+
+TEST(GatedNormErrors, NameTheProblem) {
+  const auto x = torch::randn({4, 32}), z = torch::randn({4, 32});
+  const auto message = [&](const auto& call) {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  const auto opts = pln::functional::GatedNormOptions(32, 8);
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z.narrow(1, 0, 16), opts); }).find("the gate has shape"),
+            std::string::npos);
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(32, 5)); })
+                .find("num_per_group (5) must be a positive divisor"),
+            std::string::npos);
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(32, 8).activation("gelu")); })
+                .find("activation must be 'silu' or 'sigmoid', got 'gelu'"),
+            std::string::npos);
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(16, 8)); })
+                .find("expected 16 features on the last axis, got 32"),
+            std::string::npos);
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, torch::Tensor(), opts); }).find("must be defined"),
+            std::string::npos);
+}
+
+}  // namespace
