@@ -307,6 +307,39 @@ def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional
         weight = weight.to(input.dtype)
     if bias is not None and bias.dtype != input.dtype:
         bias = bias.to(input.dtype)
+    if _onnx_exporting() or _transformed(input, gate, weight, bias):
+        if gate_position not in ("before", "after") or activation not in ("silu", "sigmoid"):
+            raise ValueError(f"pln: gated_norm takes gate_position 'before' or 'after' and activation 'silu' or "
+                             f"'sigmoid', got {gate_position!r} and {activation!r}")
+        return _gated_composite(input, gate, num_per_group, weight, bias, float(eps), bool(centering),
+                                gate_position == "before", activation == "sigmoid")
     return torch.ops.pln.gated_norm(input, gate, weight, bias, width, num_per_group, float(eps), bool(centering),
                                     gate_position, activation)
+
+
+def _gated_composite(x: Tensor, z: Tensor, g: int, weight: Optional[Tensor], bias: Optional[Tensor], eps: float,
+                     centering: bool, before: bool, sigmoid: bool) -> Tensor:
+    """The gated norm's formula in ATen operations (ONNX export writes them as
+    standard operators; torch.func transforms differentiate them), computed
+    in float32 for half-precision inputs as the operator does."""
+    dtype = x.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        x, z = x.float(), z.float()
+        weight = None if weight is None else weight.float()
+        bias = None if bias is None else bias.float()
+    a = torch.sigmoid(z) if sigmoid else torch.nn.functional.silu(z)
+    h = x * a if before else x
+    shape = h.shape
+    hg = h.reshape(*shape[:-1], shape[-1] // g, g)
+    if centering:
+        shifted = hg - hg.narrow(-1, 0, 1).detach()
+        hg = shifted - shifted.mean(-1, keepdim=True)
+    y = (hg * torch.rsqrt(hg.pow(2).mean(-1, keepdim=True) + eps)).reshape(shape)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    if not before:
+        y = y * a
+    return y.to(dtype)
 

@@ -157,7 +157,8 @@ def _qwen3_next(transformers):
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=1, head_dim=16, linear_num_value_heads=2, linear_num_key_heads=1,
         linear_key_head_dim=16, linear_value_head_dim=16, num_experts=2, num_experts_per_tok=1,
-        moe_intermediate_size=32, shared_expert_intermediate_size=32, layer_types=["linear_attention",
+        moe_intermediate_size=32, shared_expert_intermediate_size=32, mlp_only_layers=[0, 1],
+        layer_types=["linear_attention",
                                                                                    "full_attention"])
     return transformers.Qwen3NextForCausalLM(config)
 
@@ -189,3 +190,41 @@ def test_converted_model_logits_equal_the_original(family):
     loss.backward()
     torch.testing.assert_close(loss, before(ids, labels=ids).loss, atol=1e-5, rtol=1e-5)
     assert all(p.grad is not None for c in gated for p in c.new.parameters())
+
+
+class _Logits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids, use_cache=False).logits
+
+
+@needs_torch2
+@pytest.mark.parametrize("family", ["mamba2", "qwen3_next"])
+def test_converted_model_exports_to_standard_onnx(family, tmp_path):
+    """torch.onnx.export of a converted model with nothing but import pln: standard
+    operators, and onnxruntime gives the model's logits."""
+    transformers = _transformers()
+    onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/venv installs it)")
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/venv installs it)")
+    torch.manual_seed(0)
+    model = randomise({"mamba2": _mamba2, "qwen3_next": _qwen3_next}[family](transformers)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert any(isinstance(c.new, pln.GatedNorm) for c in pln.convert(model, "same"))
+        ids = torch.randint(0, 64, (2, 9))
+        program = torch.onnx.export(_Logits(model), (ids,), dynamo=True)
+    path = tmp_path / "model.onnx"
+    program.save(str(path))
+    graph = onnx.load(str(path))
+    assert {n.domain for n in graph.graph.node} <= {"", "ai.onnx"}
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: ids.numpy()})
+    with torch.no_grad():
+        want = _Logits(model)(ids)
+    torch.testing.assert_close(torch.from_numpy(got), want, atol=1e-5 * want.abs().max().item(), rtol=1e-4)
