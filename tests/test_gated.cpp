@@ -11,7 +11,7 @@
 namespace {
 
 // The formula, written out in float64.
-torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& z, int64_t g, const torch::Tensor& w,
+torch::Tensor gated_reference(const torch::Tensor& x, const torch::Tensor& z, int64_t g, const torch::Tensor& w,
                         const torch::Tensor& b, bool centering, const std::string& position, const std::string& act,
                         double eps = 1e-5) {
   const auto xd = x.to(torch::kDouble), zd = z.to(torch::kDouble);
@@ -25,9 +25,9 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& z, int64_t 
   return position == "after" ? y * a : y;
 }
 
-using Variant = std::tuple<bool, std::string, std::string>;
+using GatedVariant = std::tuple<bool, std::string, std::string>;
 
-class GatedNorm : public ::testing::TestWithParam<Variant> {};
+class GatedNorm : public ::testing::TestWithParam<GatedVariant> {};
 
 TEST_P(GatedNorm, ForwardAndGradientsMatchTheFormulaInEveryDtype) {
   const auto [centering, position, act] = GetParam();
@@ -39,7 +39,7 @@ TEST_P(GatedNorm, ForwardAndGradientsMatchTheFormulaInEveryDtype) {
   const auto dy = torch::randn({3, 5, 64}, torch::kDouble);
   auto x64 = x0.clone().requires_grad_(), z64 = z0.clone().requires_grad_();
   auto w64 = w0.clone().requires_grad_(), b64 = b0.clone().requires_grad_();
-  const auto want = reference(x64, z64, 16, w64, b64, centering, position, act);
+  const auto want = gated_reference(x64, z64, 16, w64, b64, centering, position, act);
   want.backward(dy);
   // Tolerances: float64 to rounding, float32 a few ulps of the largest value, half types one rounding.
   for (const auto& [dtype, tol] : {std::pair{torch::kDouble, 1e-10}, std::pair{torch::kFloat, 2e-5},
