@@ -22,30 +22,26 @@ struct Activation {
   }
 };
 
-// The normalised input of one group: h = x * act(z) before the norm, x after.
+// One group's gate activations and normalised input (h = x * act(z) before
+// the norm, x after it), computed once into `a` and `h`, and their mean (0
+// without centering) and 1/std: the mean of values shifted by the first
+// (exact at a common offset), then the mean square of the centred values.
 template <typename T>
-double normed_input(const Shape& s, const Activation& act, const T* x, const T* z, int64_t i) {
-  return s.gate_before ? double(x[i]) * act.value(double(z[i])) : double(x[i]);
-}
-
-// Mean (0 without centering) and 1/std of one group, in two passes: the mean
-// of values shifted by the first (exact at a common offset), then the mean
-// square of the centred values.
-template <typename T>
-void group_stats(const Shape& s, const Activation& act, const T* x, const T* z, double& mu, double& r) {
+void load_group(const Shape& s, const Activation& act, const T* x, const T* z, double* a, double* h, double& mu,
+                double& r) {
   const int64_t g = s.group;
+  for (int64_t i = 0; i < g; ++i) {
+    a[i] = act.value(double(z[i]));
+    h[i] = s.gate_before ? double(x[i]) * a[i] : double(x[i]);
+  }
   mu = 0;
   if (s.centering) {
-    const double shift = normed_input(s, act, x, z, 0);
     double sum = 0;
-    for (int64_t i = 0; i < g; ++i) sum += normed_input(s, act, x, z, i) - shift;
-    mu = shift + sum / double(g);
+    for (int64_t i = 0; i < g; ++i) sum += h[i] - h[0];
+    mu = h[0] + sum / double(g);
   }
   double squares = 0;
-  for (int64_t i = 0; i < g; ++i) {
-    const double c = normed_input(s, act, x, z, i) - mu;
-    squares += c * c;
-  }
+  for (int64_t i = 0; i < g; ++i) squares += (h[i] - mu) * (h[i] - mu);
   r = 1.0 / std::sqrt(squares / double(g) + s.eps);
 }
 
@@ -60,18 +56,18 @@ void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* b
   const Activation act{s.sigmoid};
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
   at::parallel_for(0, s.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
+    std::vector<double> a(static_cast<size_t>(g)), h(static_cast<size_t>(g));
     for (int64_t row = begin; row < end; ++row) {
       for (int64_t k = 0; k < G; ++k) {
         const int64_t off = row * C + k * g;
         double mu, r;
-        group_stats(s, act, x + off, z + off, mu, r);
+        load_group(s, act, x + off, z + off, a.data(), h.data(), mu, r);
         if (mean) mean[row * G + k] = T(mu), rstd[row * G + k] = T(r);
+        const T* w = weight + k * g;
+        const T* b = bias + k * g;
         for (int64_t i = 0; i < g; ++i) {
-          const int64_t j = off + i;
-          const double n = (normed_input(s, act, x + off, z + off, i) - mu) * r;
-          double out = n * double(weight[k * g + i]) + double(bias[k * g + i]);
-          if (!s.gate_before) out *= act.value(double(z[j]));
-          y[j] = T(out);
+          const double out = (h[i] - mu) * r * double(w[i]) + double(b[i]);
+          y[off + i] = T(s.gate_before ? out : out * a[i]);
         }
       }
     }
@@ -87,6 +83,7 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weig
   std::vector<double> partial(static_cast<size_t>(std::max<int64_t>(tasks, 1) * 2 * C), 0.0);
   at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
     std::vector<double> dn(static_cast<size_t>(g)), n(static_cast<size_t>(g));
+    std::vector<double> a(static_cast<size_t>(g)), h(static_cast<size_t>(g));
     for (int64_t task = first; task < last; ++task) {
       double* dw = partial.data() + task * 2 * C;
       double* db = dw + C;
@@ -97,13 +94,13 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weig
           // The statistics again, in double: the saved float mean, subtracted from a
           // value of its own magnitude, would leave the centred values off by its rounding.
           double mu, r;
-          group_stats(s, act, x + off, z + off, mu, r);
+          load_group(s, act, x + off, z + off, a.data(), h.data(), mu, r);
           double mean_dn = 0, mean_dn_n = 0;
           for (int64_t i = 0; i < g; ++i) {
             const int64_t j = off + i, f = k * g + i;
-            n[i] = (normed_input(s, act, x + off, z + off, i) - mu) * r;
+            n[i] = (h[i] - mu) * r;
             // dt: the gradient reaching norm(.) * weight + bias.
-            const double dt = s.gate_before ? double(dy[j]) : double(dy[j]) * act.value(double(z[j]));
+            const double dt = s.gate_before ? double(dy[j]) : double(dy[j]) * a[i];
             dn[i] = dt * double(weight[f]);
             mean_dn += dn[i];
             mean_dn_n += dn[i] * n[i];
@@ -117,7 +114,7 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weig
             const double dh = r * (dn[i] - n[i] * mean_dn_n - (s.centering ? mean_dn : 0.0));
             const double zj = double(z[j]);
             if (s.gate_before) {
-              dx[j] = T(dh * act.value(zj));
+              dx[j] = T(dh * a[i]);
               dz[j] = T(dh * double(x[j]) * act.slope(zj));
             } else {
               dx[j] = T(dh);
