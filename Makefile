@@ -8,6 +8,9 @@
 # UndefinedBehaviorSanitizer (in build-sanitize/): the library's and the
 # experiments' tests, the CUDA kernels on the CPU, the command-line tests and
 # a smoke grid of every family through the sanitized `pln`.
+# `make test-aarch64`: the library, its tests and `pln` cross-built for aarch64
+# Linux (in build-aarch64/) against pip's torch aarch64 wheel, and run under
+# qemu-aarch64 (scripts/aarch64-setup installs and downloads what it needs).
 
 BUILD_DIR ?= build
 CMAKE_ARGS ?=
@@ -22,7 +25,8 @@ LIBRARY_BUILD_DIR ?= build-library
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all bootstrap configure build demo test test-library test-sanitize bench clean venv test-torch2
+.PHONY: all bootstrap configure build demo test test-library test-sanitize bench clean venv test-torch2 \
+        aarch64-setup test-aarch64
 
 all: build
 
@@ -99,5 +103,30 @@ test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 	cmake --build $(TORCH2_BUILD_DIR) -j $(JOBS)
 	cd $(TORCH2_BUILD_DIR) && PLN_REQUIRE_INSTALLED=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
+# aarch64 on this x86-64 machine: Debian's cross compiler, the arm64 GoogleTest
+# and zlib through multiarch, and LibTorch from pip's torch 2.11.0 aarch64
+# wheel (its headers and CPU libraries, unpacked into third_party/aarch64/site/;
+# see cmake/TorchFromWheel.cmake). Built: the library, its test binary and
+# `pln` (not the experiments' tests, benchmarks, examples or the CUDA kernels on
+# the CPU). Run under qemu-aarch64: the library's tests whole on the portable
+# and the NEON kernels (every layout, group-size path and dtype, the accuracy
+# and offset cases), the capability errors, and a short `pln demo`; the same
+# binary's one-process-per-case runs (the names with capitals) are left out,
+# each process of which would load LibTorch under the emulator again.
+AARCH64_BUILD_DIR ?= build-aarch64
+AARCH64_SITE = $(abspath third_party/aarch64/site)
+AARCH64_CTEST_INCLUDE ?= ^(library_tests_|kernels_|cli_demo_short$$|cpu_kernels_no_directives)
+aarch64-setup:
+	@scripts/aarch64-setup
+
+$(AARCH64_BUILD_DIR)/build.ninja: | bootstrap aarch64-setup
+	cmake -S . -B $(AARCH64_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=$(abspath cmake/aarch64-linux-gnu.cmake) -DPLN_TORCH_SITE=$(AARCH64_SITE) \
+	  -DPLN_BUILD_BENCH=OFF -DPLN_BUILD_EXAMPLES=OFF -DPLN_CUDA_ON_CPU_TESTS=OFF $(CMAKE_ARGS)
+
+test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
+	cmake --build $(AARCH64_BUILD_DIR) -j $(JOBS) --target pln_library_tests pln_cli
+	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -R '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
+
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) build-pip
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) build-pip

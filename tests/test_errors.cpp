@@ -5,22 +5,24 @@
 
 #include "reference.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace pln::test {
 namespace {
 
 // Runs f, expects a c10::Error whose message contains every fragment.
 template <typename F>
-void expect_error(F&& f, std::initializer_list<const char*> fragments) {
+void expect_error(F&& f, std::initializer_list<std::string> fragments) {
   try {
     f();
     ADD_FAILURE() << "no error raised";
   } catch (const c10::Error& e) {
     const std::string msg = e.what_without_backtrace();
-    for (const char* fragment : fragments) {
+    for (const std::string& fragment : fragments) {
       EXPECT_NE(msg.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << msg;
     }
   }
@@ -84,21 +86,45 @@ TEST(Errors, UndefinedInput) {
   expect_error([] { functional::parallel_ln(torch::Tensor(), ParallelLNOptions(8, 4)); }, {"input tensor is undefined"});
 }
 
+// The kernels this build holds: those of the architecture it targets.
+#if defined(__x86_64__)
+const std::vector<std::string> kBuiltCapabilities = {"base", "avx2", "avx512"};
+const std::vector<std::string> kForeignCapabilities = {"neon"};
+#elif defined(__aarch64__)
+const std::vector<std::string> kBuiltCapabilities = {"base", "neon"};
+const std::vector<std::string> kForeignCapabilities = {"avx2", "avx512"};
+#else
+const std::vector<std::string> kBuiltCapabilities = {"base"};
+const std::vector<std::string> kForeignCapabilities = {"avx2", "avx512", "neon"};
+#endif
+
+bool holds(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 // PLN_CPU_CAPABILITY picks the kernels (CTest runs the kernel suites once
-// more with each lesser capability); a value naming none is an error on use.
+// more with each lesser capability); a value naming none, or one of another
+// architecture, is an error on use.
 TEST(Capability, FollowsTheEnvironment) {
   const char* wanted = std::getenv("PLN_CPU_CAPABILITY");
   const std::string name = wanted ? wanted : "";
+  const auto x = torch::randn({2, 8});
   if (name.empty()) {
-    const std::string chosen = pln::cpu_kernels();
-    EXPECT_TRUE(chosen == "avx512" || chosen == "avx2" || chosen == "base") << chosen;
-  } else if (name == "base" || name == "avx2" || name == "avx512") {
+    EXPECT_TRUE(holds(kBuiltCapabilities, pln::cpu_kernels())) << pln::cpu_kernels();
+  } else if (holds(kBuiltCapabilities, name)) {
     EXPECT_EQ(pln::cpu_kernels(), name);
-  } else {
-    expect_error([] { (void)pln::cpu_kernels(); }, {"PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", wanted});
-    const auto x = torch::randn({2, 8});
+  } else if (holds(kForeignCapabilities, name)) {
+    std::string built;
+    for (const auto& b : kBuiltCapabilities) built += (built.empty() ? "" : ", ") + b;
+    expect_error([] { (void)pln::cpu_kernels(); }, {"PLN_CPU_CAPABILITY=" + name + ", but this build's kernels are ",
+                                                     "'s: " + built});
     expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
-                 {"PLN_CPU_CAPABILITY must be base, avx2 or avx512"});
+                 {"PLN_CPU_CAPABILITY=" + name + ", but this build's kernels are "});
+  } else {
+    expect_error([] { (void)pln::cpu_kernels(); },
+                 {"PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon, got '", wanted});
+    expect_error([&] { (void)functional::parallel_ln(x, ParallelLNOptions(8, 4).dim(2)); },
+                 {"PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon"});
   }
 }
 

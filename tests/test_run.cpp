@@ -90,7 +90,15 @@ TEST(BlasCore, AReplacementIsRecordedWithWhatOpenBlasHadChosen) {
             "OpenBLAS chose its Prescott kernels (SSE) for this AVX-512 CPU; pln set OPENBLAS_CORETYPE=SkylakeX");
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 TEST(BlasCore, ThisCpuHasATier) { EXPECT_NE(cpu_tier(), VectorTier::kUnknown); }
+#else
+// No x86-64 tiers elsewhere: whatever OpenBLAS chose stands.
+TEST(BlasCore, OtherArchitecturesKeepOpenBlasChoice) {
+  EXPECT_EQ(cpu_tier(), VectorTier::kUnknown);
+  EXPECT_EQ(judge_blas_core("ARMV8", cpu_tier(), nullptr, nullptr).replacement, "");
+}
+#endif
 
 // ------------------------------------------------------------------ devices
 

@@ -51,6 +51,7 @@ VectorTier openblas_core_tier(const std::string& core) {
   return it == tiers.end() ? VectorTier::kUnknown : it->second;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 VectorTier cpu_tier() {
   __builtin_cpu_init();
   // libgcc's checks include the operating system's support (XCR0) for the
@@ -64,6 +65,14 @@ VectorTier cpu_tier() {
   if (__builtin_cpu_supports("avx")) return VectorTier::kAvx;
   return VectorTier::kSse;
 }
+#else
+// The tiers are those of OpenBLAS's x86-64 kernels. On aarch64 its
+// DYNAMIC_ARCH cores are named for CPU designs (NeoverseN1, NeoverseV1,
+// ThunderX2T99, ...) with the generic ARMV8 below them, and no order of
+// instruction sets pln could rank a choice by; pip's aarch64 torch uses
+// NVIDIA's NVPL BLAS rather than OpenBLAS. kUnknown: OpenBLAS's choice stands.
+VectorTier cpu_tier() { return VectorTier::kUnknown; }
+#endif
 
 std::string openblas_core_for(VectorTier tier) {
   switch (tier) {

@@ -19,7 +19,8 @@ const char* to_string(VectorTier tier);
 /// OPENBLAS_CORETYPE spell it, any case); kUnknown for names it does not list.
 VectorTier openblas_core_tier(const std::string& core);
 
-/// The highest tier this CPU and its operating system support.
+/// The highest tier this CPU and its operating system support; kUnknown on
+/// another architecture than x86-64 (whose OpenBLAS cores have no such tiers).
 VectorTier cpu_tier();
 
 /// The OpenBLAS core whose kernels use `tier` (SkylakeX, Haswell,

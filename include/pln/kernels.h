@@ -5,8 +5,10 @@
 namespace pln {
 
 /// The instruction set the fused CPU kernels run with: "avx512", "avx2" or
-/// "base", the best this CPU supports unless the environment variable
-/// PLN_CPU_CAPABILITY names one (any other value is a c10::Error).
+/// "base" on x86-64, "neon" or "base" on aarch64 (the portable kernels
+/// elsewhere), the best this CPU supports unless the environment variable
+/// PLN_CPU_CAPABILITY names one (any other value, or one this build or CPU
+/// lacks, is a c10::Error).
 const char* cpu_kernels();
 
 }  // namespace pln

@@ -9,6 +9,11 @@ requirement; this backend finds the environment's torch (pip runs the
 backend with the environment's own interpreter, isolation only hides its
 site-packages) and hands CMake an interpreter that sees it. Where no torch is
 installed it stops within seconds, before building, saying what to type.
+
+A cross build (a wheel for aarch64 built on x86-64, say) names the target's
+torch itself, unpacked, with -C cmake.define.PLN_TORCH_SITE=DIR and a CMake
+toolchain file (cmake/TorchFromWheel.cmake); the environment's torch, of
+another architecture, is then neither needed nor used.
 """
 
 import os
@@ -71,15 +76,26 @@ def _settings(config_settings, python: str):
 
 
 def get_requires_for_build_wheel(config_settings=None) -> List[str]:
+    if _cross_build(config_settings):
+        print("pln: cross build against the torch of " + config_settings["cmake.define.PLN_TORCH_SITE"],
+              file=sys.stderr)
+        return _skbuild.get_requires_for_build_wheel(config_settings)
     version, isolated = _find_torch()
     print(f"pln: building against torch {version} of {sys.executable}"
           + (" (seen through pip's build isolation)" if isolated else ""), file=sys.stderr)
     return _skbuild.get_requires_for_build_wheel(config_settings)
 
 
+def _cross_build(config_settings) -> bool:
+    """Whether the build names its torch (PLN_TORCH_SITE): a cross build."""
+    return bool((config_settings or {}).get("cmake.define.PLN_TORCH_SITE"))
+
+
 def _build_against_torch(build, wheel_directory, config_settings, metadata_directory):
     """Runs scikit-build-core's `build` (a wheel or an editable) against the
     environment's torch, removing the scratch folders it needed."""
+    if _cross_build(config_settings):
+        return build(wheel_directory, config_settings, metadata_directory)
     _, isolated = _find_torch()
     scratch: List[str] = []
     try:

@@ -3,6 +3,9 @@
 #if PLN_X86_KERNELS
 #include <cpuid.h>
 #endif
+#if PLN_ARM_KERNELS
+#include <sys/auxv.h>  // getauxval, and HWCAP_ASIMD from glibc's bits/hwcap.h
+#endif
 
 #include <cstdlib>
 #include <optional>
@@ -14,7 +17,25 @@
 namespace pln::cpu {
 namespace {
 
-enum class Capability { kBase, kAvx2, kAvx512 };
+// Every capability of either architecture; a build holds those of the
+// architecture it targets (kBuilt below, from CMakeLists.txt's
+// PLN_CPU_CAPABILITIES) and runs the best the CPU supports.
+enum class Capability { kBase, kAvx2, kAvx512, kNeon };
+
+struct CapabilityName {
+  Capability capability;
+  const char* name;
+};
+constexpr CapabilityName kNames[] = {
+    {Capability::kBase, "base"}, {Capability::kAvx2, "avx2"}, {Capability::kAvx512, "avx512"},
+    {Capability::kNeon, "neon"}};
+
+const char* name_of(Capability cap) {
+  for (const auto& entry : kNames) {
+    if (entry.capability == cap) return entry.name;
+  }
+  return "base";
+}
 
 // The value of the environment variable `name`, or none when it is unset or empty.
 std::optional<std::string> environment_setting(const char* name) {
@@ -23,39 +44,79 @@ std::optional<std::string> environment_setting(const char* name) {
   return std::string(value);
 }
 
+// What this build holds and what the CPU supports, per architecture: its
+// name, its capabilities (lesser first), and whether the CPU runs one (what
+// it lacks otherwise, for the error).
 #if PLN_X86_KERNELS
-Capability best_supported() {
-  // __builtin_cpu_supports also checks that the OS saves the vector state.
+constexpr const char* kArchitecture = "x86-64";
+constexpr Capability kBuilt[] = {Capability::kBase, Capability::kAvx2, Capability::kAvx512};
+// __builtin_cpu_supports also checks that the OS saves the vector state.
+const char* lacks(Capability cap) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  if (avx2 && avx512) return Capability::kAvx512;
-  if (avx2) return Capability::kAvx2;
-  return Capability::kBase;
+  if (cap == Capability::kAvx2 && !avx2) return "AVX2 or FMA";
+  if (cap == Capability::kAvx512 && !(avx2 && avx512)) return "AVX-512 (F, DQ, VL and BW)";
+  return nullptr;
+}
+#elif PLN_ARM_KERNELS
+constexpr const char* kArchitecture = "aarch64";
+constexpr Capability kBuilt[] = {Capability::kBase, Capability::kNeon};
+// Advanced SIMD is part of every aarch64 CPU the kernel reports (HWCAP_ASIMD);
+// asked of the kernel all the same, as x86-64's features are.
+const char* lacks(Capability cap) {
+  if (cap == Capability::kNeon && (getauxval(AT_HWCAP) & HWCAP_ASIMD) == 0) return "Advanced SIMD (NEON)";
+  return nullptr;
 }
 #else
 // Another architecture: the portable kernels.
-Capability best_supported() { return Capability::kBase; }
+constexpr const char* kArchitecture = "this architecture";
+constexpr Capability kBuilt[] = {Capability::kBase};
+const char* lacks(Capability) { return nullptr; }
 #endif
 
+bool built(Capability cap) {
+  for (Capability b : kBuilt) {
+    if (b == cap) return true;
+  }
+  return false;
+}
+
+// This build's capabilities, as "base, avx2, avx512".
+std::string built_names() {
+  std::string names;
+  for (Capability b : kBuilt) names += (names.empty() ? "" : ", ") + std::string(name_of(b));
+  return names;
+}
+
+Capability best_supported() {
+  Capability best = Capability::kBase;
+  for (Capability b : kBuilt) {
+    if (lacks(b) == nullptr) best = b;
+  }
+  return best;
+}
+
 // The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
-// (how the tests run the AVX2 and portable kernels on a machine that has
-// AVX-512). A bad value is an error on every kernel call, not a silent fallback.
+// (how the tests run the lesser and the portable kernels on a machine that
+// has better ones). A bad value is an error on every kernel call, not a
+// silent fallback: a name no architecture has, one of another architecture,
+// or one this CPU lacks.
 Capability chosen() {
   static const Capability cap = [] {
-    const Capability best = best_supported();
     const auto wanted = environment_setting("PLN_CPU_CAPABILITY");
-    if (!wanted) return best;
+    if (!wanted) return best_supported();
     const std::string& name = *wanted;
-    TORCH_CHECK(name == "base" || name == "avx2" || name == "avx512",
-                "PLN_CPU_CAPABILITY must be base, avx2 or avx512, got '", name, "'");
-    if (name == "base") return Capability::kBase;
-    TORCH_CHECK(best != Capability::kBase, "PLN_CPU_CAPABILITY=", name,
-                ", but this CPU lacks AVX2 or FMA");
-    if (name == "avx2") return Capability::kAvx2;
-    TORCH_CHECK(best == Capability::kAvx512,
-                "PLN_CPU_CAPABILITY=avx512, but this CPU lacks AVX-512 (F, DQ, VL and BW)");
-    return Capability::kAvx512;
+    const CapabilityName* entry = nullptr;
+    for (const auto& e : kNames) {
+      if (name == e.name) entry = &e;
+    }
+    TORCH_CHECK(entry != nullptr, "PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon, got '", name, "'");
+    TORCH_CHECK(built(entry->capability), "PLN_CPU_CAPABILITY=", name, ", but this build's kernels are ",
+                kArchitecture, "'s: ", built_names());
+    const char* missing = lacks(entry->capability);
+    TORCH_CHECK(missing == nullptr, "PLN_CPU_CAPABILITY=", name, ", but this CPU lacks ", missing ? missing : "");
+    return entry->capability;
   }();
   return cap;
 }
@@ -92,15 +153,10 @@ bool streams_octet_backward() {
   return on;
 }
 
-const char* capability() {
-  switch (chosen()) {
-    case Capability::kAvx512: return "avx512";
-    case Capability::kAvx2: return "avx2";
-    default: return "base";
-  }
-}
+const char* capability() { return name_of(chosen()); }
 
-// Without the x86 variants (another architecture), chosen() is always kBase.
+// The one switch from the capability to its kernels' namespace; chosen()
+// returns only capabilities this build holds.
 #if PLN_X86_KERNELS
 #define PLN_DISPATCH(fn, ...)                                          \
   switch (chosen()) {                                                  \
@@ -108,8 +164,16 @@ const char* capability() {
     case Capability::kAvx2: return avx2::fn(__VA_ARGS__);              \
     default: return base::fn(__VA_ARGS__);                             \
   }
+#elif PLN_ARM_KERNELS
+#define PLN_DISPATCH(fn, ...)                                          \
+  switch (chosen()) {                                                  \
+    case Capability::kNeon: return neon::fn(__VA_ARGS__);              \
+    default: return base::fn(__VA_ARGS__);                             \
+  }
 #else
-#define PLN_DISPATCH(fn, ...) return base::fn(__VA_ARGS__);
+#define PLN_DISPATCH(fn, ...)                                          \
+  (void)chosen();                                                      \
+  return base::fn(__VA_ARGS__);
 #endif
 
 template <typename T>

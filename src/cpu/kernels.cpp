@@ -2,7 +2,11 @@
 // tasks and pick each row's, group's or chunk's kernel by layout, dtype, group
 // size and capability, and the formulas. Compiled once per capability with
 // PLN_CPU_NS set to its namespace (base: the compiler's default target; avx2:
-// -mavx2 -mfma; avx512: avx2 plus AVX-512 F/DQ/VL/BW, see CMakeLists.txt).
+// -mavx2 -mfma; avx512: avx2 plus AVX-512 F/DQ/VL/BW; on aarch64, neon:
+// Advanced SIMD, see CMakeLists.txt). NEON enters through the vector
+// vocabulary alone (vec.h): the paths written over it (large groups, groups
+// of one) take it; the small-group paths have AVX2 kernels only, and their
+// scalar loops elsewhere.
 // The capability enters in one block of this file ("the capability's paths"),
 // as functions the drivers call whatever it is; no function body holds an #if.
 // Float arithmetic is never reassociated: the centring below depends on its order.
@@ -14,7 +18,7 @@
 //   kernels/features_last.h  small groups of contiguous features (NC, NTC, NHWC)
 //   kernels/octets_avx512.h  float groups of 8 with AVX-512
 //   kernels/simd.h           the AVX2 vocabulary of the small-group kernels
-//   kernels/vec.h            the vector vocabulary: scalar, AVX2, AVX-512 types
+//   kernels/vec.h            the vector vocabulary: scalar, AVX2, AVX-512, NEON types
 //   kernels/streaming.h      when outputs are written around the cache
 // They are headers of this one translation unit rather than sources of their
 // own: the drivers inline the per-block kernels, and GCC fuses a multiply and

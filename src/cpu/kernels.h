@@ -47,10 +47,12 @@ struct Geometry {
 PLN_DECLARE_KERNELS(base)
 PLN_DECLARE_KERNELS(avx2)
 PLN_DECLARE_KERNELS(avx512)
+PLN_DECLARE_KERNELS(neon)
 #undef PLN_DECLARE_KERNELS
 
-/// The capability the kernels run with: "avx512", "avx2" or "base", the best this CPU
-/// supports unless the environment variable PLN_CPU_CAPABILITY names one.
+/// The capability the kernels run with: "avx512", "avx2" or "base" on x86-64,
+/// "neon" or "base" on aarch64, the best this CPU supports unless the
+/// environment variable PLN_CPU_CAPABILITY names one.
 const char* capability();
 
 /// Whether the AVX-512 backward of float groups of 8 writes a dx of 8 MiB or

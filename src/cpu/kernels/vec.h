@@ -2,15 +2,17 @@
 // The vector vocabulary of the kernels written once for every capability
 // (kernels/large_groups.h): one register of T as a type with static
 // operations, in the manner of ATen's vec::Vectorized. ScalarVec<T> is one
-// lane and compiles everywhere; Avx2Vec<T> and Avx512Vec<T> exist in the
-// compilations that target them, and NativeVec<T> names the widest this
-// compilation has (the kernels are instantiated once per capability, see
-// cpu/capability.h). Every type offers the same names:
+// lane and compiles everywhere; Avx2Vec<T>, Avx512Vec<T> (x86-64) and
+// NeonVec<T> (aarch64) exist in the compilations that target them, and
+// NativeVec<T> names the widest this compilation has (the kernels are
+// instantiated once per capability, see cpu/capability.h). Every type offers
+// the same names:
 //
 //   kLanes                      values in one register
 //   load(p) / store(p, v)       unaligned
 //   stream(p, v)                a store around the cache, p aligned to the
-//                               register's size (a plain store for ScalarVec)
+//                               register's size (a plain store for ScalarVec
+//                               and NeonVec)
 //   set1(s), zero()
 //   add, sub, mul, div, sqrt, fmadd(a, b, c) = a * b + c
 //   sum(v)                      the lanes' total, added in pairs
@@ -187,6 +189,69 @@ struct Avx512Vec<double> {
 };
 #endif  // PLN_HAVE_AVX512
 
+#if PLN_HAVE_NEON
+// aarch64's Advanced SIMD: 128-bit registers, four floats or two doubles.
+// stream() is a plain store: the kernels decide to stream only with AVX2
+// (kStreams in cpu/kernels.cpp), and AArch64's non-temporal stores (STNP)
+// are a hint that cores may ignore.
+template <typename T>
+struct NeonVec;
+
+template <>
+struct NeonVec<float> {
+  using Value = float;
+  using V = float32x4_t;
+  static constexpr int kLanes = 4;
+  static V load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, V v) { vst1q_f32(p, v); }
+  static void stream(float* p, V v) { vst1q_f32(p, v); }
+  static V set1(float s) { return vdupq_n_f32(s); }
+  static V zero() { return vdupq_n_f32(0.f); }
+  static V add(V a, V b) { return vaddq_f32(a, b); }
+  static V sub(V a, V b) { return vsubq_f32(a, b); }
+  static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static V div(V a, V b) { return vdivq_f32(a, b); }
+  static V sqrt(V a) { return vsqrtq_f32(a); }
+  static V fmadd(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  // (v0 + v1) + (v2 + v3): two pairwise adds.
+  static float sum(V v) { return vpadds_f32(vget_low_f32(vpaddq_f32(v, v))); }
+  static void accumulate(double* lanes, V v) {
+    vst1q_f64(lanes, vaddq_f64(vld1q_f64(lanes), vcvt_f64_f32(vget_low_f32(v))));
+    vst1q_f64(lanes + 2, vaddq_f64(vld1q_f64(lanes + 2), vcvt_high_f64_f32(v)));
+  }
+  using Wide = float64x2_t;  // lanes l and l + 2 added when widened
+  static Wide wide_zero() { return vdupq_n_f64(0.0); }
+  static void widen_add(Wide& acc, V v) {
+    acc = vaddq_f64(acc, vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v)));
+  }
+  static double wide_sum(Wide acc) { return vpaddd_f64(acc); }
+};
+
+template <>
+struct NeonVec<double> {
+  using Value = double;
+  using V = float64x2_t;
+  static constexpr int kLanes = 2;
+  static V load(const double* p) { return vld1q_f64(p); }
+  static void store(double* p, V v) { vst1q_f64(p, v); }
+  static void stream(double* p, V v) { vst1q_f64(p, v); }
+  static V set1(double s) { return vdupq_n_f64(s); }
+  static V zero() { return vdupq_n_f64(0.0); }
+  static V add(V a, V b) { return vaddq_f64(a, b); }
+  static V sub(V a, V b) { return vsubq_f64(a, b); }
+  static V mul(V a, V b) { return vmulq_f64(a, b); }
+  static V div(V a, V b) { return vdivq_f64(a, b); }
+  static V sqrt(V a) { return vsqrtq_f64(a); }
+  static V fmadd(V a, V b, V c) { return vfmaq_f64(c, a, b); }
+  static double sum(V v) { return vpaddd_f64(v); }
+  static void accumulate(double* lanes, V v) { vst1q_f64(lanes, vaddq_f64(vld1q_f64(lanes), v)); }
+  using Wide = float64x2_t;
+  static Wide wide_zero() { return vdupq_n_f64(0.0); }
+  static void widen_add(Wide& acc, V v) { acc = vaddq_f64(acc, v); }
+  static double wide_sum(Wide acc) { return vpaddd_f64(acc); }
+};
+#endif  // PLN_HAVE_NEON
+
 // The widest vector type of this compilation.
 #if PLN_HAVE_AVX512
 template <typename T>
@@ -194,6 +259,9 @@ using NativeVec = Avx512Vec<T>;
 #elif PLN_HAVE_AVX2
 template <typename T>
 using NativeVec = Avx2Vec<T>;
+#elif PLN_HAVE_NEON
+template <typename T>
+using NativeVec = NeonVec<T>;
 #else
 template <typename T>
 using NativeVec = ScalarVec<T>;
