@@ -79,4 +79,12 @@ void PQNormOptions::validate() const {
   TORCH_CHECK(q_ >= 1.0, "pln: q must be >= 1, got ", q_);
 }
 
+void GatedNormOptions::validate() const {
+  detail::check_options(num_features_, num_per_group_, eps_, 2.0);
+  TORCH_CHECK(gate_position_ == "before" || gate_position_ == "after",
+              "pln: gate_position must be \"before\" or \"after\" (the norm), got \"", gate_position_, "\"");
+  TORCH_CHECK(activation_ == "silu" || activation_ == "sigmoid",
+              "pln: activation must be \"silu\" or \"sigmoid\", got \"", activation_, "\"");
+}
+
 }  // namespace pln

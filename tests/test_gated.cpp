@@ -5,6 +5,7 @@
 
 #include <pln/pln.h>
 
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -32,7 +33,7 @@ class GatedNorm : public ::testing::TestWithParam<GatedVariant> {};
 TEST_P(GatedNorm, ForwardAndGradientsMatchTheFormulaInEveryDtype) {
   const auto [centering, position, act] = GetParam();
   torch::manual_seed(0);
-  const auto options = pln::functional::GatedNormOptions(64, 16).centering(centering).gate_position(position)
+  const auto options = pln::GatedNormOptions(64, 16).centering(centering).gate_position(position)
                            .activation(act);
   const auto x0 = torch::randn({3, 5, 64}, torch::kDouble) * 2 + 0.5, z0 = torch::randn({3, 5, 64}, torch::kDouble);
   const auto w0 = torch::rand({64}, torch::kDouble) + 0.5, b0 = torch::randn({64}, torch::kDouble);
@@ -75,19 +76,87 @@ TEST(GatedNormErrors, NameTheProblem) {
     }
     return std::string("no error");
   };
-  const auto opts = pln::functional::GatedNormOptions(32, 8);
+  const auto opts = pln::GatedNormOptions(32, 8);
   EXPECT_NE(message([&] { pln::functional::gated_norm(x, z.narrow(1, 0, 16), opts); }).find("the gate has shape"),
             std::string::npos);
-  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(32, 5)); })
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::GatedNormOptions(32, 5)); })
                 .find("num_per_group (5) must be a positive divisor"),
             std::string::npos);
-  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(32, 8).activation("gelu")); })
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::GatedNormOptions(32, 8).activation("gelu")); })
                 .find("activation must be 'silu' or 'sigmoid', got 'gelu'"),
             std::string::npos);
-  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::functional::GatedNormOptions(16, 8)); })
+  EXPECT_NE(message([&] { pln::functional::gated_norm(x, z, pln::GatedNormOptions(16, 8)); })
                 .find("expected 16 features on the last axis, got 32"),
             std::string::npos);
   EXPECT_NE(message([&] { pln::functional::gated_norm(x, torch::Tensor(), opts); }).find("must be defined"),
+            std::string::npos);
+}
+
+// The module: its parameters, the functional call it makes, the norm alone
+// without a gate, cloning, saving and loading, and its options' errors.
+TEST(GatedNormModule, IsTheFunctionalCallWithItsParameters) {
+  torch::manual_seed(1);
+  pln::GatedNorm norm(pln::GatedNormOptions(48, 16).eps(1e-6).gate_position("after").bias(true));
+  ASSERT_TRUE(norm->weight.defined() && norm->bias.defined());
+  EXPECT_EQ(norm->weight.sizes(), torch::IntArrayRef({48}));
+  EXPECT_TRUE(torch::equal(norm->weight, torch::ones({48})) && torch::equal(norm->bias, torch::zeros({48})));
+  {
+    torch::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.normal_();
+  }
+  const auto x = torch::randn({2, 7, 48}), z = torch::randn({2, 7, 48});
+  const auto want = gated_reference(x, z, 16, norm->weight, norm->bias, false, "after", "silu", 1e-6);
+  EXPECT_LE((norm(x, z).to(torch::kDouble) - want).abs().max().item<double>(), 2e-5 * want.abs().max().item<double>());
+  // Without a gate: the norm alone (PLS here), over the last axis of any rank;
+  // the reference is a sigmoid gate of 1e4, which multiplies by 1.
+  const auto alone = gated_reference(x, torch::full_like(x, 1e4), 16, norm->weight, norm->bias, false, "before",
+                                     "sigmoid", 1e-6);
+  EXPECT_LE((norm(x).to(torch::kDouble) - alone).abs().max().item<double>(), 2e-5 * alone.abs().max().item<double>());
+  EXPECT_EQ(norm(x.reshape({14, 48})).sizes(), torch::IntArrayRef({14, 48}));
+
+  // Defaults as the models' classes: a weight, no bias; no parameters without affine.
+  EXPECT_FALSE(pln::GatedNorm(32, 8)->bias.defined());
+  EXPECT_TRUE(pln::GatedNorm(pln::GatedNormOptions(32, 8).affine(false))->parameters().empty());
+
+  std::ostringstream printed;
+  printed << *norm;
+  EXPECT_EQ(printed.str(), "pln::GatedNorm(48, num_per_group=16, eps=1e-06, centering=false, gate_position=after, "
+                           "activation=silu, affine=true, bias=true)");
+
+  const auto copy = std::dynamic_pointer_cast<pln::GatedNormImpl>(norm->clone());
+  ASSERT_TRUE(copy);
+  EXPECT_TRUE(torch::equal(copy->forward(x, z), norm(x, z)));
+  std::stringstream stream;
+  torch::save(norm, stream);
+  pln::GatedNorm loaded(pln::GatedNormOptions(48, 16).eps(1e-6).gate_position("after").bias(true));
+  torch::load(loaded, stream);
+  EXPECT_TRUE(torch::equal(loaded(x, z), norm(x, z)));
+}
+
+TEST(GatedNormModule, RefusesImpossibleOptionsAndInputs) {
+  const auto error = [](const auto& call) {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error([] { pln::GatedNorm(30, 8); }).find("num_features (30) must be divisible by num_per_group (8)"),
+            std::string::npos);
+  EXPECT_NE(error([] { pln::GatedNorm(pln::GatedNormOptions(32, 8).gate_position("inside")); })
+                .find("gate_position must be \"before\" or \"after\""),
+            std::string::npos);
+  EXPECT_NE(error([] { pln::GatedNorm(pln::GatedNormOptions(32, 8).activation("relu")); })
+                .find("activation must be \"silu\" or \"sigmoid\", got \"relu\""),
+            std::string::npos);
+  EXPECT_NE(error([] { pln::GatedNorm(pln::GatedNormOptions(32, 8).eps(-1)); }).find("eps must be >= 0"),
+            std::string::npos);
+  pln::GatedNorm norm(32, 8);
+  EXPECT_NE(error([&] { norm(torch::randn({4, 16})); }).find("expected 32 features on the last axis"),
+            std::string::npos);
+  EXPECT_NE(error([&] { norm(torch::randn({4, 32}), torch::randn({4, 16})); }).find("the gate has shape"),
             std::string::npos);
 }
 

@@ -20,21 +20,6 @@ namespace pln::functional {
 torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& options,
                           const torch::Tensor& weight = {}, const torch::Tensor& bias = {});
 
-/// Options of the gated norm: the grouping of the last axis, eps, centering
-/// (false: PLS, an RMS norm per group), where the gate multiplies and its activation.
-struct GatedNormOptions {
-  GatedNormOptions(int64_t num_features, int64_t num_per_group)
-      : num_features_(num_features), num_per_group_(num_per_group) {}
-  TORCH_ARG(int64_t, num_features);
-  TORCH_ARG(int64_t, num_per_group);
-  TORCH_ARG(double, eps) = 1e-5;
-  TORCH_ARG(bool, centering) = false;
-  /// "before": norm(x * act(gate)) (Mamba-2); "after": norm(x) * act(gate) (Gated DeltaNet).
-  TORCH_ARG(std::string, gate_position) = "before";
-  /// "silu" or "sigmoid".
-  TORCH_ARG(std::string, activation) = "silu";
-};
-
 /// The gated norm of `x` (features last, any leading rank) with `gate` shaped
 /// like it: the operator pln::gated_norm (fused CPU kernels for float and
 /// double, the composite ATen formulation elsewhere).

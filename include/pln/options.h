@@ -99,6 +99,32 @@ struct ParallelLNOptions : NormOptionsBase<ParallelLNOptions> {
   using NormOptionsBase::NormOptionsBase;
 };
 
+/// Options of pln::GatedNorm and pln::functional::gated_norm: the grouping of
+/// the last axis, eps, centering (false: PLS, an RMS norm per group), where
+/// the gate multiplies and its activation; the module's parameters.
+///
+///   pln::GatedNorm norm(pln::GatedNormOptions(5120, 640).eps(1e-6));  // Mamba-2's
+struct GatedNormOptions {
+  GatedNormOptions(int64_t num_features, int64_t num_per_group)
+      : num_features_(num_features), num_per_group_(num_per_group) {}
+  TORCH_ARG(int64_t, num_features);
+  TORCH_ARG(int64_t, num_per_group);
+  TORCH_ARG(double, eps) = 1e-5;
+  TORCH_ARG(bool, centering) = false;
+  /// "before": norm(x * act(gate)) (Mamba-2); "after": norm(x) * act(gate) (Gated DeltaNet).
+  TORCH_ARG(std::string, gate_position) = "before";
+  /// "silu" or "sigmoid".
+  TORCH_ARG(std::string, activation) = "silu";
+  /// The module's learnable per-feature weight (ones initially).
+  TORCH_ARG(bool, affine) = true;
+  /// With `affine`, also a learnable per-feature bias (zeros initially); the models' classes have none.
+  TORCH_ARG(bool, bias) = false;
+
+ public:
+  /// Throws c10::Error naming the offending value if the options are impossible.
+  void validate() const;
+};
+
 /// Options for pln::PQNorm: y = sign(xc)|xc|^(p/q) / (mean|xc|^p + eps)^(1/q).
 /// p = q = 2 is PLN (centering) or PLS (no centering).
 struct PQNormOptions : NormOptionsBase<PQNormOptions> {

@@ -171,9 +171,19 @@ def _width(module: nn.Module) -> Optional[int]:
 
 
 def _own_group(module: nn.Module, width: int) -> int:
-    """The grouping a module computes with: a gated norm's group_size, else its width."""
+    """The grouping a module computes with, as its attributes declare it (a
+    gated norm's ``group_size``, or Falcon-H1's count ``n_groups``), else its
+    width; the probe checks it."""
+    def positive(value) -> bool:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+
     g = getattr(module, "group_size", None)
-    return int(g) if isinstance(g, numbers.Integral) and not isinstance(g, bool) and g > 0 else width
+    if positive(g):
+        return int(g)
+    count = getattr(module, "n_groups", None)
+    if positive(count) and width % count == 0:
+        return width // int(count)
+    return width
 
 
 def _group(name: str, width: int, num_per_group: GroupSize, own: int) -> int:
@@ -341,7 +351,7 @@ def convert(model: nn.Module, num_per_group: GroupSize, *, p: float = 2.0,
         model: any module; changed in place.
         num_per_group: features per group: an int for every module, a
             function ``(qualified_name, width) -> int``, or ``"same"``: each
-            module's own grouping (its width; a gated norm's ``group_size``),
+            module's own grouping (its width; a gated norm's ``group_size`` or ``n_groups``),
             with which the converted model computes what the original did.
         p: exponent of the group statistic. Default: ``2`` (the paper's PLN).
         layer_norm: convert LayerNorms into :class:`pln.ParallelLN`.

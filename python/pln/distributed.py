@@ -3,7 +3,8 @@
 ``import pln`` registers them where ``torch.distributed.tensor`` exists
 (torch >= 2.6; :func:`register` does it again, explicitly, and says whether it
 could). They tell DTensor how ``torch.ops.pln.parallel_ln``, ``pq_norm``,
-``parallel_ln_forward`` and ``parallel_ln_backward`` run on sharded inputs:
+``gated_norm`` and their ``_forward`` / ``_backward`` ops run on sharded
+inputs (a gated norm's gate placed as its input):
 
 * **features sharded** (``Shard(-1)`` / the feature axis of a features-last
   layout, ``Shard(1)`` of NCHW and NCL) with ``weight`` and ``bias``
@@ -150,6 +151,39 @@ def _register_rules() -> None:
             rules.append(rule(Shard(axis), Shard(0), Shard(0)))
         return rules
 
+    # The gated norm (features last): the gate, the saved statistics ([..., C / g])
+    # and the gradients of input and gate are placed as the input is.
+    def gated_rules(x, weight, bias, num_per_group: int, tensors_in: int, outputs_like_x: int,
+                    param_outputs: int, trailing: int) -> List[Tuple[list, list]]:
+        axis = len(x.shape) - 1
+        rest = [None] * trailing
+
+        def rule(x_placement, param_placement, grad_param_placement):
+            return ([x_placement] * outputs_like_x + [grad_param_placement] * param_outputs,
+                    [x_placement] * tensors_in + [opt(weight, param_placement), opt(bias, param_placement)] + rest)
+
+        rules = [rule(Replicate(), Replicate(), Replicate())]
+        for d in range(axis):
+            rules.append(rule(Shard(d), Replicate(), Partial()))
+        if feature_sharding_ok(x, weight, bias, num_per_group, axis):
+            rules.append(rule(Shard(axis), Shard(0), Shard(0)))
+        return rules
+
+    @register_sharding(ops.gated_norm.default)
+    def _gated_norm(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,
+                    gate_position="before", activation="silu"):
+        return gated_rules(input, weight, bias, num_per_group, 2, 1, 0, 6)
+
+    @register_sharding(ops.gated_norm_forward.default)
+    def _gated_norm_forward(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,
+                            gate_position="before", activation="silu"):
+        return gated_rules(input, weight, bias, num_per_group, 2, 3, 0, 6)
+
+    @register_sharding(ops.gated_norm_backward.default)
+    def _gated_norm_backward(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group,
+                             eps=1e-5, centering=False, gate_position="before", activation="silu"):
+        return gated_rules(input, weight, bias, num_per_group, 5, 2, 2, 6)
+
 
 _feature_sharded = None
 
@@ -173,10 +207,10 @@ def _make_feature_sharded():
 
     class FeatureSharded(ParallelStyle):
         """``parallelize_module`` plan entry for :class:`pln.ParallelLN`,
-        :class:`pln.PLS` or :class:`pln.PQNorm` between a ``ColwiseParallel``
-        and a ``RowwiseParallel`` linear layer: ``weight`` and ``bias`` become
-        ``Shard(0)`` DTensors, an input that is a plain tensor is taken as this
-        rank's shard of the features, and the output stays a DTensor sharded
+        :class:`pln.PLS`, :class:`pln.PQNorm` or :class:`pln.GatedNorm` between
+        a ``ColwiseParallel`` and a ``RowwiseParallel`` linear layer: ``weight``
+        and ``bias`` become ``Shard(0)`` DTensors, an input (and a gate) that is
+        a plain tensor is taken as this rank's shard of the features, and the output stays a DTensor sharded
         on the features, so the norm runs with no collective.
 
         Raises ``ValueError`` naming the widths when the mesh would leave a
@@ -204,10 +238,10 @@ def _make_feature_sharded():
                     mod.register_parameter(pname, nn.Parameter(distribute_tensor(p.data, mesh, [Shard(0)])))
 
             def input_fn(mod, inputs, mesh):
-                x = inputs[0]
-                if not isinstance(x, DTensor):
-                    x = DTensor.from_local(x, mesh, [Shard(axis % x.dim())], run_check=False)
-                return (x, *inputs[1:])
+                # The input, and a gated norm's gate: each rank's shard of the features.
+                return tuple(DTensor.from_local(t, mesh, [Shard(axis % t.dim())], run_check=False)
+                             if isinstance(t, torch.Tensor) and not isinstance(t, DTensor) else t
+                             for t in inputs)
 
             def output_fn(mod, output, mesh):
                 return output.to_local() if self.use_local_output else output

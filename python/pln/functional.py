@@ -161,6 +161,9 @@ def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
     return y.movedim(-1, axis)
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
 def _widened(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> bool:
     """Whether the input is bfloat16 or float16 and the parameters it has float32."""
     if input.dtype != torch.bfloat16 and input.dtype != torch.float16:
@@ -182,6 +185,11 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
         # takes: computed in float32, rounded once to the input's dtype.
         return _run(input.float(), num_per_group, weight, bias, eps, centering, p, q, layout,
                     num_features).to(input.dtype)
+    if input.dtype in (torch.float32, torch.float64):
+        # Half-precision parameters with a wider input (a float32 residual stream
+        # through a bfloat16 model's RMSNorm, whose `weight * x` promotes): widened, exactly.
+        weight = weight.to(input.dtype) if weight is not None and weight.dtype in _HALF else weight
+        bias = bias.to(input.dtype) if bias is not None and bias.dtype in _HALF else bias
     axis = _feature_axis(input, layout)
     wrong_rank = layout in _FIXED and input.dim() != _FIXED[layout][0]
     if num_features is None:
@@ -299,9 +307,13 @@ def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional
         raise ValueError("pln: gated_norm's input needs at least 1 dimension (features last)")
     width = int(input.shape[-1])
     _check_group(width, num_per_group)
-    if _widened(input, weight, bias) or (input.dtype != gate.dtype and gate.dtype == torch.float32):
+    if _widened(input, weight, bias) or input.dtype != gate.dtype:
+        # Mixed dtypes (a bfloat16 gate beside a float32 scan output, float32
+        # parameters beside a bfloat16 input): computed in float32 (or wider), in
+        # the input's dtype at the end, as the models' classes do.
         dtype = input.dtype
-        return gated_norm(input.float(), gate.float(), num_per_group, weight, bias, eps, centering=centering,
+        wide = torch.promote_types(torch.promote_types(input.dtype, gate.dtype), torch.float32)
+        return gated_norm(input.to(wide), gate.to(wide), num_per_group, weight, bias, eps, centering=centering,
                           gate_position=gate_position, activation=activation).to(dtype)
     if weight is not None and weight.dtype != input.dtype:
         weight = weight.to(input.dtype)
@@ -313,6 +325,10 @@ def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional
                              f"'sigmoid', got {gate_position!r} and {activation!r}")
         return _gated_composite(input, gate, num_per_group, weight, bias, float(eps), bool(centering),
                                 gate_position == "before", activation == "sigmoid")
+    if _is_dtensor(input):
+        from . import distributed
+        distributed.register()
+        width = LOCAL_WIDTH  # each rank's kernel takes the feature count from its shard
     return torch.ops.pln.gated_norm(input, gate, weight, bias, width, num_per_group, float(eps), bool(centering),
                                     gate_position, activation)
 

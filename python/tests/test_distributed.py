@@ -7,6 +7,7 @@ worker writes what it found to a JSON file, and one test per scenario reads
 it. Everything runs in one spawn, bounded by timeouts (well under a minute on
 2 cores).
 """
+import copy
 import json
 import os
 import socket
@@ -23,6 +24,9 @@ SCENARIOS = [
     "features_sharded_aligned_groups_no_collective",
     "features_sharded_nchw_no_collective",
     "pq_norm_features_sharded_no_collective",
+    "gated_features_sharded_no_collective",
+    "gated_rows_sharded_partial_weight_grads",
+    "gated_tensor_parallel_block",
     "rows_sharded_partial_weight_grads",
     "straddling_group_falls_back_correctly",
     "local_shard_without_whole_groups_is_an_error",
@@ -135,6 +139,81 @@ def _worker(rank: int, port: int, out: str) -> None:
         C, g = 16, 4
         n = check_op(torch.randn(5, C), g, torch.randn(C), torch.randn(C), Shard(1), Shard(0), pq=(3.0, 1.5))
         assert n == 0, f"{n} collectives inside pq_norm"
+
+    def check_gated(x, z, g, w, x_place, p_place, position):
+        """check_op for the gated norm: its gate placed as the input."""
+        xr, zr, wr = x.clone().requires_grad_(), z.clone().requires_grad_(), w.clone().requires_grad_()
+        ref = PF.gated_norm(xr, zr, g, wr, gate_position=position)
+        dy = torch.randn_like(ref)
+        ref.backward(dy)
+        xd = distribute_tensor(x.clone(), mesh, [x_place]).requires_grad_()
+        zd = distribute_tensor(z.clone(), mesh, [x_place]).requires_grad_()
+        wd = param(w, p_place)
+        dyd = distribute_tensor(dy, mesh, [x_place])
+        with CommDebugMode() as mode:
+            y = PF.gated_norm(xd, zd, g, wd, gate_position=position)
+            y.backward(dyd)
+        _close(y, ref, "output")
+        if tuple(y.placements) != (x_place,):
+            raise AssertionError(f"output placements {y.placements}, input {x_place}")
+        for got, want, what in ((xd.grad, xr.grad, "grad input"), (zd.grad, zr.grad, "grad gate"),
+                                (wd.grad, wr.grad, "grad weight")):
+            _close(got, want, what)
+        return _count(mode)
+
+    @scenario("gated_features_sharded_no_collective")
+    def _():
+        C, g = 32, 8  # Mamba-2's grouping: 16 features, 2 whole groups per rank
+        for position in ("before", "after"):
+            n = check_gated(torch.randn(3, 5, C), torch.randn(3, 5, C), g, torch.rand(C) + 0.5, Shard(2), Shard(0),
+                            position)
+            assert n == 0, f"{n} collectives inside the gated norm ({position})"
+
+    @scenario("gated_rows_sharded_partial_weight_grads")
+    def _():
+        C, g = 16, 16  # one head per row, Gated DeltaNet's
+        check_gated(torch.randn(4, 3, C), torch.randn(4, 3, C), g, torch.rand(C) + 0.5, Shard(0), Replicate(),
+                    "after")
+        x = distribute_tensor(torch.randn(4, 3, C), mesh, [Shard(1)])
+        y, mean, rstd = torch.ops.pln.gated_norm_forward(x, x, None, None, -1, g)
+        assert mean.placements == (Shard(1),), mean.placements
+        w = distribute_tensor(torch.ones(C), mesh, [Replicate()])
+        _, _, dw, _ = torch.ops.pln.gated_norm_backward(y, x, x, mean, rstd, w, None, -1, g)
+        assert dw.placements[0].is_partial(), dw.placements
+
+    @scenario("gated_tensor_parallel_block")
+    def _():
+        # A Mamba-2 mixer's tail: in-projections to x and the gate, split by
+        # features across the ranks, the gated norm on each rank's groups, and
+        # the out-projection summing the ranks' parts.
+        class Tail(nn.Module):
+            def __init__(self, gated=True):
+                super().__init__()
+                self.to_x, self.to_z = nn.Linear(16, 32), nn.Linear(16, 32)
+                self.norm, self.out = pln.GatedNorm(32, 8, 1e-6), nn.Linear(32, 16)
+                self.gated = gated
+
+            def forward(self, h):
+                x, z = self.to_x(h), self.to_z(h)
+                return self.out(self.norm(x, z) if self.gated else x * z)
+
+        def sharded(tail):
+            plan = {"to_x": ColwiseParallel(use_local_output=False), "to_z": ColwiseParallel(use_local_output=False),
+                    "out": RowwiseParallel()}
+            if tail.gated:
+                plan["norm"] = FeatureSharded()
+            return parallelize_module(copy.deepcopy(tail), mesh, plan)
+
+        torch.manual_seed(3)
+        ref = Tail()
+        model, base = sharded(ref), sharded(Tail(gated=False))
+        h = torch.randn(2, 5, 16)
+        with CommDebugMode() as mode:
+            y = model(h)
+        _close(y, ref(h), "block output")
+        with CommDebugMode() as without:
+            base(h)
+        assert _count(mode) == _count(without), f"the gated norm added collectives: {_count(mode)} vs {_count(without)}"
 
     @scenario("rows_sharded_partial_weight_grads")
     def _():

@@ -81,6 +81,30 @@ def test_without_weight_or_bias_and_in_half_precision():
         torch.testing.assert_close(y.float(), reference(xh, zh, 8, w).float().to(dtype).float(), atol=0, rtol=0)
 
 
+def test_autocast_computes_mixed_dtypes_in_float32_and_returns_the_inputs():
+    """torch.ops.pln.gated_norm under autocast: a bfloat16 input beside a float32
+    gate and float32 weight (a Linear's output beside a scan's) runs in float32
+    and returns bfloat16; gradients reach every tensor in its own dtype."""
+    x, z, w, _ = tensors((4, 32), torch.float32)
+    xh = x.to(torch.bfloat16).requires_grad_()
+    zf, wf = z.clone().requires_grad_(), w.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="the gate is Float on cpu but the input is BFloat16"):
+        torch.ops.pln.gated_norm(xh, zf, wf, None, 32, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = torch.ops.pln.gated_norm(xh, zf, wf, None, 32, 8)
+    assert y.dtype == torch.bfloat16
+    want = reference(xh.detach().float(), z, 8, w).float()
+    torch.testing.assert_close(y.float(), want, atol=0, rtol=2 ** -8)  # one rounding to bfloat16
+    y.float().sum().backward()
+    assert (xh.grad.dtype, zf.grad.dtype, wf.grad.dtype) == (torch.bfloat16, torch.float32, torch.float32)
+    assert all(t.grad.abs().sum() > 0 for t in (xh, zf, wf))
+    # Tensors of one dtype run as they are.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        same = torch.ops.pln.gated_norm(x, z, w, None, 32, 8)
+    assert same.dtype == torch.float32
+    torch.testing.assert_close(same, torch.ops.pln.gated_norm(x, z, w, None, 32, 8), atol=0, rtol=0)
+
+
 def test_bad_input_names_the_problem():
     x, z, w, _ = tensors((4, 32), torch.float32)
     with pytest.raises(RuntimeError, match=r"the gate has shape \[4, 16\] but the input has shape \[4, 32\]"):

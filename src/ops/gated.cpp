@@ -11,7 +11,8 @@
 // every other device and dtype the composite ATen formulation, computed in
 // float32 for float16 and bfloat16 inputs (as the models' own classes do) and
 // rounded once. Autograd runs the fused backward, and the composite gradient
-// formulas where a graph of the gradient is wanted (double backward).
+// formulas where a graph of the gradient is wanted (double backward). Under
+// autocast, tensors of mixed dtypes are computed in float32.
 
 #include "ops/ops.h"
 
@@ -21,6 +22,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -414,6 +416,36 @@ Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate,
                       activation);
 }
 
+// ---------------------------------------------------------------- autocast ---
+
+// Under torch.autocast the gate often arrives in another dtype than the input
+// (a Linear's bfloat16 beside a scan's float32), and the parameters stay
+// float32: tensors of mixed dtypes are computed in float32 (or double, where
+// one is) and the output takes the input's dtype, as the models' classes do.
+at::Tensor autocast_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                           const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                           bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+      c10::DispatchKeySet({c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA}));
+  static const auto op = handle<GatedNormFn>("pln::gated_norm");
+  const auto type = input.scalar_type();
+  auto common = at::promote_types(type, gate.scalar_type());
+  for (const auto* p : {&weight, &bias}) {
+    if (p->has_value() && p->value().is_floating_point()) common = at::promote_types(common, p->value().scalar_type());
+  }
+  const auto differs = [&](const OptionalTensor& t) { return t.has_value() && t->scalar_type() != type; };
+  if (gate.scalar_type() == type && !differs(weight) && !differs(bias)) {
+    return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+  }
+  if (!at::isFloatingType(common) || common == at::kHalf || common == at::kBFloat16) common = at::kFloat;
+  const auto as_common = [&](const OptionalTensor& t) -> OptionalTensor {
+    return t.has_value() ? OptionalTensor(t->to(common)) : t;
+  };
+  return op.call(input.to(common), gate.to(common), as_common(weight), as_common(bias), num_features, num_per_group,
+                 eps, centering, gate_position, activation)
+      .to(type);
+}
+
 }  // namespace
 
 at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
@@ -459,3 +491,6 @@ TORCH_LIBRARY_IMPL(pln, Autograd, m) {
   m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::autograd_forward_kernel));
   m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::autograd_backward_kernel));
 }
+
+TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) { m.impl("gated_norm", TORCH_FN(pln::ops::gated::autocast_kernel)); }
+TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) { m.impl("gated_norm", TORCH_FN(pln::ops::gated::autocast_kernel)); }
