@@ -26,6 +26,17 @@ torch::Tensor gated_reference(const torch::Tensor& x, const torch::Tensor& z, in
   return position == "after" ? y * a : y;
 }
 
+// The message of the c10::Error that `call` raises, or "no error".
+template <typename F>
+std::string gated_error_message(const F& call) {
+  try {
+    call();
+  } catch (const c10::Error& e) {
+    return std::string(e.what_without_backtrace());
+  }
+  return std::string("no error");
+}
+
 using GatedVariant = std::tuple<bool, std::string, std::string>;
 
 class GatedNorm : public ::testing::TestWithParam<GatedVariant> {};
@@ -68,14 +79,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, GatedNorm,
 
 TEST(GatedNormErrors, NameTheProblem) {
   const auto x = torch::randn({4, 32}), z = torch::randn({4, 32});
-  const auto message = [&](const auto& call) {
-    try {
-      call();
-    } catch (const c10::Error& e) {
-      return std::string(e.what_without_backtrace());
-    }
-    return std::string("no error");
-  };
+  const auto message = [](const auto& call) { return gated_error_message(call); };
   const auto opts = pln::GatedNormOptions(32, 8);
   EXPECT_NE(message([&] { pln::functional::gated_norm(x, z.narrow(1, 0, 16), opts); }).find("the gate has shape"),
             std::string::npos);
@@ -135,14 +139,7 @@ TEST(GatedNormModule, IsTheFunctionalCallWithItsParameters) {
 }
 
 TEST(GatedNormModule, RefusesImpossibleOptionsAndInputs) {
-  const auto error = [](const auto& call) {
-    try {
-      call();
-    } catch (const c10::Error& e) {
-      return std::string(e.what_without_backtrace());
-    }
-    return std::string("no error");
-  };
+  const auto error = [](const auto& call) { return gated_error_message(call); };
   EXPECT_NE(error([] { pln::GatedNorm(30, 8); }).find("num_features (30) must be divisible by num_per_group (8)"),
             std::string::npos);
   EXPECT_NE(error([] { pln::GatedNorm(pln::GatedNormOptions(32, 8).gate_position("inside")); })
