@@ -111,7 +111,8 @@ test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 # wheel (its headers and CPU libraries, unpacked into third_party/aarch64/site/;
 # see cmake/TorchFromWheel.cmake). Built: the library, its test binary and
 # `pln` (not the experiments' tests, benchmarks, examples or the CUDA kernels on
-# the CPU). Run under qemu-aarch64: the library's tests whole on the portable
+# the CPU), several sources a compilation (unity) as its compile time is CI's
+# largest. Run under qemu-aarch64: the library's tests whole on the portable
 # and the NEON kernels (every layout, group-size path and dtype, the accuracy
 # and offset cases), the capability errors, and a short `pln demo`
 # (library_tests, the default capability's run, is the NEON run again).
@@ -124,7 +125,7 @@ aarch64-setup:
 $(AARCH64_BUILD_DIR)/build.ninja: | bootstrap aarch64-setup
 	cmake -S . -B $(AARCH64_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_TOOLCHAIN_FILE=$(abspath cmake/aarch64-linux-gnu.cmake) -DPLN_TORCH_SITE=$(AARCH64_SITE) \
-	  -DPLN_BUILD_BENCH=OFF -DPLN_BUILD_EXAMPLES=OFF -DPLN_CUDA_ON_CPU_TESTS=OFF $(CMAKE_ARGS)
+	  -DCMAKE_UNITY_BUILD=ON -DPLN_BUILD_BENCH=OFF -DPLN_BUILD_EXAMPLES=OFF -DPLN_CUDA_ON_CPU_TESTS=OFF $(CMAKE_ARGS)
 
 test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
 	cmake --build $(AARCH64_BUILD_DIR) -j $(JOBS) --target pln_library_tests pln_cli
