@@ -38,7 +38,16 @@ __version__ = "0.1.0"
 library_path = _library.loaded_from
 
 __all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
-           "ConversionError", "library_path", "__version__"]
+           "ConversionError", "library_path", "cpu_kernels", "__version__"]
+
+
+def cpu_kernels() -> str:
+    """The CPU kernels the fused operators run in this process: ``"avx512"``,
+    ``"avx2"`` or ``"base"`` (portable) on x86-64, ``"neon"`` or ``"base"`` on
+    aarch64; the best this CPU and build have, or the one PLN_CPU_CAPABILITY
+    names (an error if it names one they lack)."""
+    import torch
+    return torch.ops.pln.cpu_kernels()
 
 
 def __getattr__(name: str):

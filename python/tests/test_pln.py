@@ -149,6 +149,22 @@ def test_missing_library_names_how_to_build(tmp_path):
     assert "make" in result.stderr
 
 
+def test_cpu_kernels_names_what_runs_and_a_bad_setting_is_an_error(tmp_path):
+    assert pln.cpu_kernels() in {"avx512", "avx2", "neon", "base"}
+    package_dir = Path(pln.__file__).resolve().parents[1]
+
+    def with_setting(value):
+        env = dict(os.environ, PLN_CPU_CAPABILITY=value, PYTHONPATH=str(package_dir))
+        return subprocess.run([sys.executable, "-c", "import pln; print(pln.cpu_kernels())"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+
+    portable = with_setting("base")
+    assert portable.returncode == 0 and portable.stdout.strip() == "base", portable.stderr[-2000:]
+    bad = with_setting("sse9")
+    assert bad.returncode != 0
+    assert "PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon, got 'sse9'" in bad.stderr, bad.stderr[-2000:]
+
+
 @pytest.mark.parametrize("make, shape", [
     (lambda: pln.ParallelLN(24, 8, dim=2), (6, 24)),
     (lambda: pln.ParallelLN(24, 8, dim=3), (3, 5, 24)),

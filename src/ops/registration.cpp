@@ -5,8 +5,11 @@
 
 #include "ops/ops.h"
 
+#include <pln/kernels.h>
 #include <torch/library.h>
 #include <torch/version.h>
+
+#include <string>
 
 // What the pln::ops CMake target makes the linker look for, so that a program
 // linking it keeps libpln, and with it these registrations.
@@ -33,6 +36,9 @@ TORCH_LIBRARY(pln, m) {
         "Tensor? weight, int num_features, int num_per_group, float eps=1e-05, "
         "bool centering=True, str layout=\"nchw\") "
         "-> (Tensor grad_input, Tensor grad_weight, Tensor grad_bias)");
+  // The CPU kernels the fused ops run in this process (pln.cpu_kernels()): an
+  // op, so that a bad PLN_CPU_CAPABILITY reaches Python as an error naming it.
+  m.def("cpu_kernels() -> str", [] { return std::string(pln::cpu_kernels()); });
 }
 
 TORCH_LIBRARY_IMPL(pln, CPU, m) {
