@@ -13,6 +13,9 @@
 #include <sstream>
 #include <string>
 
+/// The checkout the tests were configured from (tests/CMakeLists.txt writes it).
+extern const char* const pln_test_source_dir;
+
 namespace pln::test {
 
 /// The message of the exception `fn` throws, or "(no error)".

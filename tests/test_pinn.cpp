@@ -104,7 +104,7 @@ TEST(PinnGrids, CpuSearchGivesEveryModelTheSameBudget) {
 // depth, loss weight, optimiser and learning rate in `table-cpu-long` are
 // those of its lowest-error cell in results/pinn-table-cpu/records.csv.
 TEST(PinnGrids, LongStageTrainsTheCoarseStagesBestConfigurations) {
-  const fs::path records_file = fs::path(PLN_SOURCE_DIR) / "results" / "pinn-table-cpu" / "records.csv";
+  const fs::path records_file = fs::path(pln_test_source_dir) / "results" / "pinn-table-cpu" / "records.csv";
   if (!fs::exists(records_file)) GTEST_SKIP() << records_file << " is not shipped in this checkout";
   const auto records = read_csv(records_file);
   std::map<std::string, std::pair<double, size_t>> best;  // model -> (rel_l2, row)

@@ -228,7 +228,7 @@ TEST(Spec, ATableRefusesDefaultsItDoesNotAllow) {
 
 // Records list the configuration's keys in config.json's order: the table's.
 TEST(Spec, KeysKeepTheOrderOfTheShippedRecords) {
-  const fs::path results = fs::path(PLN_SOURCE_DIR) / "results";
+  const fs::path results = fs::path(pln_test_source_dir) / "results";
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(results)) {
     if (!fs::exists(entry.path() / "grid.json")) continue;
