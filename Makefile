@@ -1,7 +1,8 @@
 # Quick start: `make demo` (the main job) and `make test` (the whole suite).
 # Each installs missing Debian packages, configures (Release, Ninja) and builds.
 # PyTorch 2.x: `make venv` (.venv/ with pip's torch and the package) and
-# `make test-torch2` (the whole suite against that torch, in build-torch2/).
+# `make test-torch2` (the suites that depend on the torch, against that one, in
+# build-torch2/).
 # `make test-library`: the library alone (-DPLN_BUILD_APPS=OFF, in
 # build-library/), built and tested without the experiments.
 # `make test-sanitize`: everything again under AddressSanitizer and
@@ -63,8 +64,8 @@ test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 # -O1: the sanitizers' checks cost enough without -O3's compile time; unity
 # builds (several sources a compilation) halve the experiments' compile time.
 # Left out: the Python suites and the installed copy (LibTorch and Python are
-# not instrumented), the benchmarks, cli_validate (the same unit-test binaries
-# again), slurm_cluster (Slurm's daemons, not our code) and
+# not instrumented), the benchmarks, cli_validate (its unit-test binary runs
+# as sanitize_experiment_tests), slurm_cluster (Slurm's daemons, not our code) and
 # results_rerun_bit_for_bit (an -O1 build need not give -O3's last bits).
 SANITIZE_BUILD_DIR ?= build-sanitize
 SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|slurm_|results_|cli_validate$$)
