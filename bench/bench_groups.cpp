@@ -10,7 +10,9 @@
 // layer_norm are printed; --csv writes every time for docs/performance.md's
 // figure (scripts/plot-groups).
 //
-//   pln_bench_groups [--reps N] [--threads 1,2] [--quick] [--csv FILE] [--only nc|nchw]
+// --only few times a few rows of one large group instead (the split groups).
+//
+//   pln_bench_groups [--reps N] [--threads 1,2] [--quick] [--csv FILE] [--only nc|nchw|few]
 
 #include <pln/pln.h>
 #include <torch/torch.h>
@@ -28,6 +30,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -73,6 +76,17 @@ std::vector<Case> cases(bool quick) {
   return out;
 }
 
+// A few rows of one large group (--only few): whether every thread takes part
+// when the groups are fewer than the threads (src/cpu/kernels.cpp, split groups).
+std::vector<Case> few_rows() {
+  std::vector<Case> out;
+  for (const auto& [rows, width] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 8192}, {4, 4096}, {1, 16384}, {1, 32768}, {1, 65536}, {1, 262144}, {2, 262144}, {1, 1 << 20}, {1, 1 << 22}}) {
+    out.push_back({"nc", width, width, "few", rows});
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +106,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_flag("--quick", quick, "small shapes, width 768 only, at most 3 runs (a test)");
   app.add_option("--csv", csv_path, "also write every time to this CSV file");
-  app.add_option("--only", only, "one layout: nc or nchw")->check(CLI::IsMember({"nc", "nchw"}));
+  app.add_option("--only", only, "one layout (nc or nchw), or few: a few rows of one large group")
+      ->check(CLI::IsMember({"nc", "nchw", "few"}));
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
   std::ofstream csv;
@@ -111,8 +126,8 @@ int main(int argc, char** argv) {
   fmt::print("{:<5} {:>5} {:>5} {:>6} {:>3} {:>3} | {:>8} {:>8} {:>8} | {:>8} {:>8} | {:>6} {:>6} | {:>6} {:>6}\n",
              "lay", "C", "g", "rows", "mem", "thr", "fwd ms", "LN fwd", "copy", "f+b ms", "LN f+b", "f/copy",
              "f/LN", "fb/cp", "fb/LN");
-  for (const Case& c : cases(quick)) {
-    if (!only.empty() && c.layout != only) continue;
+  for (const Case& c : only == "few" ? few_rows() : cases(quick)) {
+    if (!only.empty() && only != "few" && c.layout != only) continue;
     torch::manual_seed(0);
     const bool nchw = c.layout == "nchw";
     const std::vector<int64_t> sizes = nchw ? std::vector<int64_t>{c.rows, c.width, 8, 8}

@@ -39,11 +39,12 @@ void PrintTo(const AccuracyCase& c, std::ostream* os) { *os << name(c); }
 
 // Every group size class: the across-groups kernels (1-16), the transposing
 // ones (8-64), the within-group kernels (large g, with and without a tail
-// past the vector width) up to 8192; a width that is one group (LayerNorm)
-// and one of several.
+// past the vector width) up to 8192, one group of 65536 (split across the
+// threads); a width that is one group (LayerNorm) and one of several.
 std::vector<AccuracyCase> accuracy_cases() {
   std::vector<AccuracyCase> out;
-  for (int64_t g : {1, 2, 3, 4, 7, 8, 16, 24, 32, 40, 64, 100, 128, 200, 256, 768, 1000, 2048, 4096, 4104, 8192}) {
+  for (int64_t g : {1, 2, 3, 4, 7, 8, 16, 24, 32, 40, 64, 100, 128, 200, 256, 768, 1000, 2048, 4096, 4104, 8192,
+                    65536}) {
     out.push_back({Layout::kNC, g, g >= 2048 ? 1 : std::max<int64_t>(2, 768 / g)});
   }
   for (int64_t g : {4, 64, 768, 4096}) out.push_back({Layout::kNCHW, g, 2});

@@ -464,5 +464,61 @@ TEST(Threads, ResultsDoNotDependOnThreadCount) {
   EXPECT_TRUE(torch::allclose(dws[0], dws[1], 1e-5, 1e-5));
 }
 
+// A few large groups: each is split across the threads (src/cpu/kernels.cpp,
+// split groups), and its pieces' sums are added in the order one thread adds
+// them, so the output, the statistics and dx are the same bits at one thread
+// (the forward takes whole groups there) and at four. Shapes: one group of 16
+// pieces, one of 12 with a tail past the last whole register, three rows of
+// one group, two groups in a row; PLN and PLS; dx checked against float64
+// autograd as well.
+TEST(Threads, LargeGroupsSplitAcrossThreadsGiveTheSameBits) {
+  struct Shape {
+    int64_t rows, channels, group;
+  };
+  const int saved = torch::get_num_threads();
+  for (const Shape shape : {Shape{1, 65536, 65536}, Shape{1, 49190, 49190}, Shape{3, 32768, 32768},
+                            Shape{1, 80000, 40000}}) {
+    for (bool centering : {true, false}) {
+      SCOPED_TRACE(std::to_string(shape.rows) + "x" + std::to_string(shape.channels) + " g=" +
+                   std::to_string(shape.group) + (centering ? " PLN" : " PLS"));
+      torch::manual_seed(5);
+      const auto x0 = torch::randn({shape.rows, shape.channels}) * 3 + 2;
+      const auto dy = torch::randn({shape.rows, shape.channels});
+      pln::ParallelLN norm(ParallelLNOptions(shape.channels, shape.group).dim(2).centering(centering));
+      torch::NoGradGuard no_grad;
+      norm->weight.uniform_(0.5, 1.5);
+      norm->bias.uniform_(-1, 1);
+      std::vector<torch::Tensor> ys, dxs, dws, dbs;
+      for (int threads : {1, 4}) {
+        torch::set_num_threads(threads);
+        torch::AutoGradMode grad(true);
+        const auto x = x0.clone().requires_grad_();
+        norm->zero_grad();
+        const auto y = norm(x);
+        y.backward(dy);
+        ys.push_back(y.detach());
+        dxs.push_back(x.grad());
+        dws.push_back(norm->weight.grad().clone());
+        dbs.push_back(norm->bias.grad().clone());
+      }
+      torch::set_num_threads(saved);
+      EXPECT_TRUE(torch::equal(ys[0], ys[1])) << (ys[0] - ys[1]).abs().max().item<float>();
+      EXPECT_TRUE(torch::equal(dxs[0], dxs[1])) << (dxs[0] - dxs[1]).abs().max().item<float>();
+      // One row: each feature's dweight/dbias is one term either way; more
+      // rows are summed in another order across threads.
+      const double tol = shape.rows == 1 ? 0.0 : 1e-6;
+      EXPECT_TRUE(torch::allclose(dws[0], dws[1], tol, tol)) << (dws[0] - dws[1]).abs().max().item<float>();
+      EXPECT_TRUE(torch::allclose(dbs[0], dbs[1], tol, tol)) << (dbs[0] - dbs[1]).abs().max().item<float>();
+      torch::AutoGradMode grad(true);
+      const auto x64 = x0.to(torch::kDouble).requires_grad_();
+      const auto ref = reference(x64, shape.channels, shape.group, Layout::kNC, centering, 1e-5, 2.0,
+                                 norm->weight.to(torch::kDouble), norm->bias.to(torch::kDouble));
+      ref.backward(dy.to(torch::kDouble));
+      EXPECT_LT((ys[1].to(torch::kDouble) - ref).abs().max().item<double>(), 1e-5);
+      EXPECT_LT((dxs[1].to(torch::kDouble) - x64.grad()).abs().max().item<double>(), 1e-5);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pln::test

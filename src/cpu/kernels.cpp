@@ -404,6 +404,106 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
   });
 }
 
+// ------------------------------------------------------- split groups ---
+// Features last, a few large groups (one row of 65536 features, two of
+// 262144, ...): each group is cut into runs of whole pieces (large_groups.h's
+// kPiece features), and each pass over the groups becomes one parallel loop
+// over (group, run) tasks, so that every thread takes part when the groups are
+// fewer than the threads. The pieces' sums are added in the order the
+// whole-group kernels add them, so the results are the same, bit for bit,
+// however many threads take a group.
+struct SplitPlan {
+  int64_t groups;      // tasks' groups: instances (outer * num_groups), or features' groups
+  int64_t pieces;      // pieces a group
+  int64_t run_pieces;  // pieces a task
+  int64_t runs;        // tasks a group
+
+  // Runs enough that `groups` groups of G features give every thread a task.
+  static SplitPlan over(int64_t groups, int64_t G) {
+    const int64_t threads = at::get_num_threads(), pieces = pieces_of(G);
+    const int64_t wanted_runs = std::min(pieces, (threads + groups - 1) / groups);
+    const int64_t run_pieces = (pieces + wanted_runs - 1) / wanted_runs;
+    return {groups, pieces, run_pieces, (pieces + run_pieces - 1) / run_pieces};
+  }
+  // f(u, p) for the pieces p of task t, run t % runs of group u = t / runs.
+  template <typename F>
+  void for_pieces(int64_t t, F f) const {
+    const int64_t u = t / runs, first = (t % runs) * run_pieces;
+    for (int64_t p = first; p < std::min(pieces, first + run_pieces); ++p) f(u, p);
+  }
+  // The pieces' sums of group u, added in the whole-group kernels' order.
+  template <int K>
+  void add_pieces(const std::vector<double>& parts, int64_t u, double (&out)[K]) const {
+    for (int k = 0; k < K; ++k) out[k] = 0.0;
+    for (int64_t p = 0; p < pieces; ++p)
+      for (int k = 0; k < K; ++k) out[k] += parts[static_cast<size_t>((u * pieces + p) * K + k)];
+  }
+};
+
+// The group size from which groups are split: below it, a group's passes take
+// less time than handing a task to a thread (bench/bench_groups.cpp, --only
+// few: on Zen 3, one row of 16384 took as long on two threads as on one).
+constexpr int64_t kSplitGroup = 8 * kPiece;
+
+// Rows up to which the backward takes the split groups' path at any thread
+// count: it writes each feature's dweight/dbias from one task, where the
+// whole-group path adds a [C] sum per thread and per task, which at a few
+// rows of wide groups costs more than the rows themselves.
+constexpr int64_t kFewRows = 16;
+
+// Whether a features-last tensor's groups are split: large ones, fewer than
+// the threads (the backward: or a few rows of them), outside a parallel
+// region (where at::parallel_for runs inline).
+bool splits_groups(const Geometry& g, bool backward) {
+  if (g.inner != 1 || g.group < kSplitGroup || at::in_parallel_region()) return false;
+  const int64_t threads = at::get_num_threads(), groups = g.outer * g.num_groups();
+  return groups < threads || (backward && g.outer <= kFewRows);
+}
+
+// One parallel loop over a plan's tasks: body(u, p) for every piece of each.
+template <typename Body>
+void for_each_piece(const SplitPlan& plan, Body body) {
+  at::parallel_for(0, plan.groups * plan.runs, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) plan.for_pieces(t, body);
+  });
+}
+
+template <typename T, bool kCenter>
+void forward_split_groups(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+  using V = NativeVec<T>;
+  const int64_t G = g.group, NG = g.num_groups();
+  const SplitPlan plan = SplitPlan::over(g.outer * NG, G);
+  std::vector<double> parts(static_cast<size_t>(plan.groups * plan.pieces));
+  std::vector<T> shift(static_cast<size_t>(plan.groups)), m(shift.size(), T(0)), r(shift.size());
+  for (int64_t u = 0; u < plan.groups; ++u) shift[u] = kCenter ? x[u * G] : T(0);
+  const auto total = [&](int64_t u) {
+    double sum[1];
+    plan.add_pieces<1>(parts, u, sum);
+    return sum[0];
+  };
+  if (kCenter) {
+    for_each_piece(plan, [&](int64_t u, int64_t p) {
+      double out[1];
+      shifted_sum<V>(x + u * G, shift[u], piece_begin(p), piece_end(p, G), out);
+      parts[u * plan.pieces + p] = out[0];
+    });
+    for (int64_t u = 0; u < plan.groups; ++u) m[u] = mean_of<T>(total(u), G);
+  }
+  for_each_piece(plan, [&](int64_t u, int64_t p) {
+    double out[1];
+    centred_squares<V, kCenter>(x + u * G, shift[u], m[u], piece_begin(p), piece_end(p, G), out);
+    parts[u * plan.pieces + p] = out[0];
+  });
+  for (int64_t u = 0; u < plan.groups; ++u) r[u] = rstd_of<T>(total(u), G, eps);
+  for_each_piece(plan, [&](int64_t u, int64_t p) {
+    const int64_t k = u % NG;
+    write_normalised<V, kCenter>(x + u * G, y + u * G, piece_begin(p), piece_end(p, G), shift[u], m[u], r[u],
+                                 w + k * G, b + k * G, nullptr, false);
+  });
+  if (!mean) return;
+  for (int64_t u = 0; u < plan.groups; ++u) mean[u] = kCenter ? shift[u] + m[u] : T(0), rstd[u] = r[u];
+}
+
 // Inner-strided layouts: each task takes whole (outer, group) slabs.
 // How the inner-strided drivers split their work: tasks of whole (outer,
 // group) slabs, kernel calls on chunks of positions.
@@ -478,6 +578,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.numel() == 0) return;
   if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (splits_groups(g, false)) return forward_split_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (large_group(g.group)) return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
 }
@@ -585,6 +686,61 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
   });
 }
 
+// The backward of split groups (see forward_split_groups). The last pass
+// runs over (features' group k, run) tasks, each taking its pieces in every row,
+// so that each feature's dweight/dbias is summed by one task: in T over at
+// most kParamGradRows rows, then in double (as backward_features_last does),
+// and written to dweight/dbias directly (no per-thread sums of C values,
+// which would outweigh a few rows of wide groups).
+template <typename T, bool kCenter>
+void backward_split_groups(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
+                           T* dx, double* dweight, double* dbias) {
+  using V = NativeVec<T>;
+  const int64_t G = g.group, NG = g.num_groups();
+  const SplitPlan plan = SplitPlan::over(g.outer * NG, G);
+  // The last pass: runs of the features' groups, each in every row.
+  const SplitPlan by_feature = SplitPlan::over(NG, G);
+  std::vector<double> parts(static_cast<size_t>(plan.groups * plan.pieces * 3));
+  for_each_piece(plan, [&](int64_t u, int64_t p) {
+    double out[3];
+    backward_sums<V, kCenter>(dy + u * G, x + u * G, mean[u], w + (u % NG) * G, piece_begin(p), piece_end(p, G),
+                              out);
+    for (int i = 0; i < 3; ++i) parts[(u * plan.pieces + p) * 3 + i] = out[i];
+  });
+  std::vector<BackwardCoefficients<T>> coefficients;
+  for (int64_t u = 0; u < plan.groups; ++u) {
+    double sums[3];
+    plan.add_pieces<3>(parts, u, sums);
+    coefficients.push_back(backward_coefficients<T, kCenter>(sums, G, rstd[u]));
+  }
+  const bool param_grads = dweight != nullptr || dbias != nullptr;
+  at::parallel_for(0, NG * by_feature.runs, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> rows(param_grads ? static_cast<size_t>(2 * kPiece) : 0);  // dweight, dbias in T
+    std::vector<double> sums(param_grads ? static_cast<size_t>(2 * kPiece) : 0);
+    for (int64_t t = begin; t < end; ++t) {
+      by_feature.for_pieces(t, [&](int64_t k, int64_t p) {
+        const int64_t first = piece_begin(p), n = piece_end(p, G) - first;
+        std::fill(rows.begin(), rows.end(), T(0));
+        std::fill(sums.begin(), sums.end(), 0.0);
+        const auto flush = [&] {
+          for (int64_t j = 0; j < 2 * n; ++j) sums[j] += static_cast<double>(rows[j]), rows[j] = T(0);
+        };
+        for (int64_t o = 0; o < g.outer; ++o) {
+          const int64_t u = o * NG + k, at = u * G + first;
+          write_backward<V, kCenter>(dy + at, x + at, 0, n, mean[u], rstd[u], w + k * G + first, coefficients[u],
+                                     dx ? dx + at : nullptr, param_grads ? rows.data() : nullptr,
+                                     param_grads ? rows.data() + n : nullptr, nullptr, nullptr);
+          if (param_grads && (o + 1) % kParamGradRows == 0) flush();
+        }
+        if (!param_grads) return;
+        flush();
+        if (dweight) std::copy(sums.begin(), sums.begin() + n, dweight + k * G + first);
+        if (dbias) std::copy(sums.begin() + n, sums.begin() + 2 * n, dbias + k * G + first);
+      });
+    }
+  });
+}
+
 template <typename T, bool kCenter>
 void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
                       ParamGradPartials& partials) {
@@ -648,15 +804,19 @@ void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPart
 template <typename T, bool kCenter>
 void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
                    double* dweight, double* dbias) {
+  if (g.numel() == 0) {
+    if (dweight) std::fill(dweight, dweight + g.channels, 0.0);
+    if (dbias) std::fill(dbias, dbias + g.channels, 0.0);
+    return;
+  }
+  if (splits_groups(g, true)) return backward_split_groups<T, kCenter>(g, dy, x, mean, rstd, w, dx, dweight, dbias);
   ParamGradPartials partials(g.channels, dweight != nullptr || dbias != nullptr);
-  if (g.numel() > 0) {
-    if (kCenter && g.group == 1) {
-      backward_groups_of_one(g, dy, dx, partials);
-    } else if (g.inner > 1) {
-      backward_strided<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
-    } else {
-      backward_features_last<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
-    }
+  if (kCenter && g.group == 1) {
+    backward_groups_of_one(g, dy, dx, partials);
+  } else if (g.inner > 1) {
+    backward_strided<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
+  } else {
+    backward_features_last<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
   }
   partials.reduce_into(dweight, dbias);
 }

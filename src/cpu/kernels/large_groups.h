@@ -34,54 +34,137 @@ constexpr int kUnroll = 4;
 // this many values, so its rounding stays at a few units whatever g is.
 constexpr int kFlushSteps = 8;
 
-// K sums over features [0, n) of one group: terms(W, j, acc) adds the K terms
-// of features j .. j + W::kLanes - 1 into acc[0..K) for a vocabulary type W.
-// Returns the sums in double.
+// K sums over features [begin, end) of one group: terms(W, j, acc) adds the K
+// terms of features j .. j + W::kLanes - 1 into acc[0..K) for a vocabulary
+// type W. Returns the sums in double.
 template <typename V, int K, typename Terms>
-inline void blocked_sums(int64_t n, Terms terms, double (&out)[K]) {
+inline void blocked_sums(int64_t begin, int64_t end, Terms terms, double (&out)[K]) {
   using T = typename V::Value;
   using R = typename V::V;
   constexpr int L = V::kLanes;
   static_assert(kUnroll == 4, "the unrolled partials are added in pairs below");
   typename V::Wide wide[K];
   for (int k = 0; k < K; ++k) wide[k] = V::wide_zero();
-  int64_t j = 0;
-  while (j + kUnroll * L <= n) {
+  int64_t j = begin;
+  while (j + kUnroll * L <= end) {
     R acc[kUnroll][K];
     for (int u = 0; u < kUnroll; ++u)
       for (int k = 0; k < K; ++k) acc[u][k] = V::zero();
-    for (int step = 0; step < kFlushSteps && j + kUnroll * L <= n; ++step, j += kUnroll * L) {
+    for (int step = 0; step < kFlushSteps && j + kUnroll * L <= end; ++step, j += kUnroll * L) {
       for (int u = 0; u < kUnroll; ++u) terms(V(), j + u * L, acc[u]);
     }
     for (int k = 0; k < K; ++k) {
       V::widen_add(wide[k], V::add(V::add(acc[0][k], acc[1][k]), V::add(acc[2][k], acc[3][k])));
     }
   }
-  if (j + L <= n) {
+  if (j + L <= end) {
     R acc[K];
     for (int k = 0; k < K; ++k) acc[k] = V::zero();
-    for (; j + L <= n; j += L) terms(V(), j, acc);
+    for (; j + L <= end; j += L) terms(V(), j, acc);
     for (int k = 0; k < K; ++k) V::widen_add(wide[k], acc[k]);
   }
   for (int k = 0; k < K; ++k) out[k] = V::wide_sum(wide[k]);
-  for (; j < n; ++j) {
+  for (; j < end; ++j) {
     T acc[K] = {};
     terms(ScalarVec<T>(), j, acc);
     for (int k = 0; k < K; ++k) out[k] += static_cast<double>(acc[k]);
   }
 }
 
-// f(W, j) for the features of [0, n): whole registers of V, the rest one at a time.
-template <typename V, typename F>
-inline void for_each_register(int64_t n, F f) {
-  int64_t j = 0;
-  for (; j + V::kLanes <= n; j += V::kLanes) f(V(), j);
-  for (; j < n; ++j) f(ScalarVec<typename V::Value>(), j);
+// A group's sums are taken a piece of kPiece features at a time, and the
+// pieces' double sums added in order. A group split across threads
+// (kernels.cpp's split drivers) sums each piece on its own and adds them in
+// the same order, so its statistics are those of the group taken whole, bit
+// for bit, however many threads ran it. Groups of up to kPiece features are
+// one piece (the blocked sums above, as they were before pieces).
+constexpr int64_t kPiece = 4096;
+
+inline int64_t pieces_of(int64_t G) { return (G + kPiece - 1) / kPiece; }
+
+// The features [begin, end) of piece p of a group of G.
+inline int64_t piece_begin(int64_t p) { return p * kPiece; }
+inline int64_t piece_end(int64_t p, int64_t G) { return std::min(G, (p + 1) * kPiece); }
+
+// Sums over a whole group of G features, piece by piece: sum(begin, end, out)
+// takes one piece's K sums.
+template <int K, typename PieceSums>
+inline void piecewise_sums(int64_t G, PieceSums sum, double (&out)[K]) {
+  for (int k = 0; k < K; ++k) out[k] = 0.0;
+  for (int64_t p = 0; p < pieces_of(G); ++p) {
+    double part[K];
+    sum(piece_begin(p), piece_end(p, G), part);
+    for (int k = 0; k < K; ++k) out[k] += part[k];
+  }
 }
 
-// The forward of one group of G contiguous features (features-last layouts):
-// y from x, weight and bias of the same G features; returns the saved mean and
-// rstd through `mean`/`rstd`. Scalar twin: forward_groups (kernels/features_last.h).
+// f(W, j) for the features of [begin, end): whole registers of V, the rest one at a time.
+template <typename V, typename F>
+inline void for_each_register(int64_t begin, int64_t end, F f) {
+  int64_t j = begin;
+  for (; j + V::kLanes <= end; j += V::kLanes) f(V(), j);
+  for (; j < end; ++j) f(ScalarVec<typename V::Value>(), j);
+}
+template <typename V, typename F>
+inline void for_each_register(int64_t n, F f) {
+  for_each_register<V>(0, n, f);
+}
+
+// --------------------------------------------- one group, features last ---
+// The forward of a group of G contiguous features takes three passes, each a
+// function of a range of its features so that a split group runs them piece
+// by piece: the sum of the values shifted by s = x_0 (PLN only), the sum of
+// squares of the centred values, and the output. Scalar twin:
+// forward_groups (kernels/features_last.h).
+
+// sum_j (x_j - s) over [begin, end).
+template <typename V>
+inline void shifted_sum(const typename V::Value* x, typename V::Value s, int64_t begin, int64_t end,
+                        double (&out)[1]) {
+  blocked_sums<V, 1>(begin, end, [&](auto w_, int64_t j, auto* acc) {
+    using W = decltype(w_);
+    acc[0] = W::add(acc[0], W::sub(W::load(x + j), W::set1(s)));
+  }, out);
+}
+
+// sum_j ((x_j - s) - m)^2 over [begin, end) (PLS: sum_j x_j^2).
+template <typename V, bool kCenter>
+inline void centred_squares(const typename V::Value* x, typename V::Value s, typename V::Value m, int64_t begin,
+                            int64_t end, double (&out)[1]) {
+  blocked_sums<V, 1>(begin, end, [&](auto w_, int64_t j, auto* acc) {
+    using W = decltype(w_);
+    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
+    acc[0] = W::fmadd(d, d, acc[0]);
+  }, out);
+}
+
+// The group's statistics from its sums: the shifted mean m from sum_j (x_j - s),
+// rstd from the sum of squares.
+template <typename T>
+inline T mean_of(double shifted_sum, int64_t G) {
+  return static_cast<T>(shifted_sum / static_cast<double>(G));
+}
+template <typename T>
+inline T rstd_of(double squares, int64_t G, double eps) {
+  return static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(G) + eps));
+}
+
+// y_j = ((x_j - s) - m) * r * w_j + b_j over [begin, end); next: see forward_large_group.
+template <typename V, bool kCenter>
+inline void write_normalised(const typename V::Value* x, typename V::Value* y, int64_t begin, int64_t end,
+                             typename V::Value s, typename V::Value m, typename V::Value r,
+                             const typename V::Value* w, const typename V::Value* b, const typename V::Value* next,
+                             bool stream) {
+  for_each_register<V>(begin, end, [&](auto w_, int64_t j) {
+    using W = decltype(w_);
+    if (next) __builtin_prefetch(next + j);
+    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
+    const auto out = W::fmadd(W::mul(d, W::set1(r)), W::load(w + j), W::load(b + j));
+    stream ? W::stream(y + j, out) : W::store(y + j, out);
+  });
+}
+
+// The forward of one whole group: y from x, weight and bias of the same G
+// features; returns the saved mean and rstd through `mean`/`rstd`.
 // next: the group the task takes next (or null), fetched into the cache while
 // this one is written: the passes over a group in L1 leave the memory idle,
 // and the hardware prefetchers stop with the demand stream. stream: y is
@@ -95,71 +178,95 @@ inline void forward_large_group(const typename V::Value* x, typename V::Value* y
   using T = typename V::Value;
   const T s = kCenter ? x[0] : T(0);
   T m = T(0);
+  double sum[1];
   if (kCenter) {
-    double sum[1];
-    blocked_sums<V, 1>(G, [&](auto w_, int64_t j, auto* acc) {
-      using W = decltype(w_);
-      acc[0] = W::add(acc[0], W::sub(W::load(x + j), W::set1(s)));
-    }, sum);
-    m = static_cast<T>(sum[0] / static_cast<double>(G));
+    piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(x, s, begin, end, out); },
+                      sum);
+    m = mean_of<T>(sum[0], G);
   }
-  double sumsq[1];
-  blocked_sums<V, 1>(G, [&](auto w_, int64_t j, auto* acc) {
-    using W = decltype(w_);
-    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
-    acc[0] = W::fmadd(d, d, acc[0]);
-  }, sumsq);
-  const T r = static_cast<T>(1.0 / std::sqrt(sumsq[0] / static_cast<double>(G) + eps));
-  for_each_register<V>(G, [&](auto w_, int64_t j) {
-    using W = decltype(w_);
-    if (next) __builtin_prefetch(next + j);
-    const auto d = kCenter ? W::sub(W::sub(W::load(x + j), W::set1(s)), W::set1(m)) : W::load(x + j);
-    const auto out = W::fmadd(W::mul(d, W::set1(r)), W::load(w + j), W::load(b + j));
-    stream ? W::stream(y + j, out) : W::store(y + j, out);
-  });
+  piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) {
+    centred_squares<V, kCenter>(x, s, m, begin, end, out);
+  }, sum);
+  const T r = rstd_of<T>(sum[0], G, eps);
+  write_normalised<V, kCenter>(x, y, 0, G, s, m, r, w, b, next, stream);
   mean = kCenter ? s + m : T(0);
   rstd = r;
 }
 
-// The backward of one group of G contiguous features; dw/db (may be null) are
-// partial sums for the same features; next_x/next_dy: the next group's (or
-// null), prefetched as in the forward. Scalar twin: backward_groups.
+// The backward of one group, in two passes over a range of its features each:
 //   d = x - mean (saved), b = mean_j(d) (the saved mean's rounding), y = (d - b) * rstd
 //   dx = rstd * (gy - mean_j(gy) - y * mean_j(gy * y)),  gy = dy * w   (PLS: no mean_j(gy), b = 0)
+// Scalar twin: backward_groups.
+
+// sum gy, sum d, sum gy * d over [begin, end).
 template <typename V, bool kCenter>
-inline void backward_large_group(const typename V::Value* dy, const typename V::Value* x, int64_t G,
-                                 typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
-                                 typename V::Value* dx, typename V::Value* dw, typename V::Value* db,
-                                 const typename V::Value* next_x, const typename V::Value* next_dy) {
-  using T = typename V::Value;
-  double sums[3];  // sum gy, sum d, sum gy * d
-  blocked_sums<V, 3>(G, [&](auto w_, int64_t j, auto* acc) {
+inline void backward_sums(const typename V::Value* dy, const typename V::Value* x, typename V::Value mean,
+                          const typename V::Value* w, int64_t begin, int64_t end, double (&out)[3]) {
+  blocked_sums<V, 3>(begin, end, [&](auto w_, int64_t j, auto* acc) {
     using W = decltype(w_);
     const auto d = W::sub(W::load(x + j), W::set1(mean));
     const auto gy = W::mul(W::load(dy + j), W::load(w + j));
     acc[0] = W::add(acc[0], gy);
     if (kCenter) acc[1] = W::add(acc[1], d);
     acc[2] = W::fmadd(gy, d, acc[2]);
-  }, sums);
+  }, out);
+}
+
+// dx_j = rstd * ((gy_j - a) - y_j * c), y_j = (d_j - b) * rstd.
+template <typename T>
+struct BackwardCoefficients {
+  T a, b, c;
+};
+
+template <typename T, bool kCenter>
+inline BackwardCoefficients<T> backward_coefficients(const double (&sums)[3], int64_t G, T rstd) {
   const double inv_g = 1.0 / static_cast<double>(G);
   const double mean_gy = sums[0] * inv_g, mean_d = kCenter ? sums[1] * inv_g : 0.0;
-  const T a = kCenter ? static_cast<T>(mean_gy) : T(0);
-  const T bshift = static_cast<T>(mean_d);
-  const T c = static_cast<T>(rstd * (sums[2] * inv_g - mean_d * mean_gy));
-  for_each_register<V>(G, [&](auto w_, int64_t j) {
+  return {kCenter ? static_cast<T>(mean_gy) : T(0), static_cast<T>(mean_d),
+          static_cast<T>(rstd * (sums[2] * inv_g - mean_d * mean_gy))};
+}
+
+// dx, and dw/db (may be null: partial sums for the same features, added to),
+// over [begin, end); next_x/next_dy: the next group's (or null), prefetched
+// as in the forward. PLS has no a to subtract: written out rather than left
+// to a - 0, which the compiler folds where a is a known zero and not where it
+// is read from memory, and which then fuses the rest into another FMA.
+template <typename V, bool kCenter>
+inline void write_backward(const typename V::Value* dy, const typename V::Value* x, int64_t begin, int64_t end,
+                           typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
+                           const BackwardCoefficients<typename V::Value>& k, typename V::Value* dx,
+                           typename V::Value* dw, typename V::Value* db, const typename V::Value* next_x,
+                           const typename V::Value* next_dy) {
+  for_each_register<V>(begin, end, [&](auto w_, int64_t j) {
     using W = decltype(w_);
     if (next_x) __builtin_prefetch(next_x + j), __builtin_prefetch(next_dy + j);
     const auto dyv = W::load(dy + j);
-    const auto yv = W::mul(W::sub(W::sub(W::load(x + j), W::set1(mean)), W::set1(bshift)), W::set1(rstd));
+    const auto yv = W::mul(W::sub(W::sub(W::load(x + j), W::set1(mean)), W::set1(k.b)), W::set1(rstd));
     if (dx) {
-      const auto gy_a = W::sub(W::mul(dyv, W::load(w + j)), W::set1(a));
-      W::store(dx + j, W::mul(W::set1(rstd), W::sub(gy_a, W::mul(yv, W::set1(c)))));
+      const auto gy = W::mul(dyv, W::load(w + j));
+      const auto gy_a = kCenter ? W::sub(gy, W::set1(k.a)) : gy;
+      W::store(dx + j, W::mul(W::set1(rstd), W::sub(gy_a, W::mul(yv, W::set1(k.c)))));
     }
     if (dw) {
       W::store(dw + j, W::fmadd(dyv, yv, W::load(dw + j)));
       W::store(db + j, W::add(dyv, W::load(db + j)));
     }
   });
+}
+
+// The backward of one whole group of G contiguous features.
+template <typename V, bool kCenter>
+inline void backward_large_group(const typename V::Value* dy, const typename V::Value* x, int64_t G,
+                                 typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
+                                 typename V::Value* dx, typename V::Value* dw, typename V::Value* db,
+                                 const typename V::Value* next_x, const typename V::Value* next_dy) {
+  using T = typename V::Value;
+  double sums[3];
+  piecewise_sums<3>(G, [&](int64_t begin, int64_t end, double (&out)[3]) {
+    backward_sums<V, kCenter>(dy, x, mean, w, begin, end, out);
+  }, sums);
+  write_backward<V, kCenter>(dy, x, 0, G, mean, rstd, w, backward_coefficients<T, kCenter>(sums, G, rstd), dx, dw, db,
+                    next_x, next_dy);
 }
 
 // ------------------------------------------------------- groups of one ---
