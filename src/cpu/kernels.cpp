@@ -33,7 +33,9 @@
 // with AVX-512); other small sizes take scalar loops. Large groups take SIMD
 // within the group, blocked sums widened to double and two passes for the
 // statistics (large_groups.h), so that their error does not grow with g; a
-// task then holds whole groups, not whole rows.
+// task then holds whole groups, not whole rows, or, where a few groups of
+// 32768 features and more leave threads idle, a run of one group's pieces
+// ("split groups" below).
 //
 // Centring (PLN): every kernel subtracts one of the group's own values, its
 // shift s, before anything else. x - s is exact when x and s are close (and
@@ -42,13 +44,6 @@
 // common offset, where x - mean(x) would round at the offset's magnitude. The
 // forward saves mean = s + m (rounded); the backward re-centres x - mean on
 // the mean of its own values in the same way (see backward_chunk).
-//
-// Groups are small (often 4-16 features), so nothing here vectorises within
-// one group: the inner-strided kernels run along the contiguous position axis
-// with all g rows of a group in step, and the features-last kernels take eight
-// float (four double) groups at a time and reduce them together with one
-// horizontal-add tree (sixteen float groups of 8 with AVX-512). Other group
-// sizes take scalar loops.
 //
 // ---------------------------------------------------------------- forward ---
 //
