@@ -292,3 +292,32 @@ def test_backward_checks_devices():
     weight = torch.ones(C, device=elsewhere)
     with pytest.raises(RuntimeError, match=f"weight is on {elsewhere}.* but the input is on {x.device.type}"):
         torch.ops.pln.parallel_ln_backward(dy, x, stats, stats, weight, C, 8, 1e-5, True, "nc")
+
+
+def run_gated(x, z, w, dy, g, device, dtype, position, activation, centering):
+    x, z, w = (t.to(device, dtype).requires_grad_() for t in (x, z, w))
+    y = torch.ops.pln.gated_norm(x, z, w, None, w.numel(), g, 1e-5, centering, position, activation)
+    y.backward(dy.to(device, dtype))
+    return [t.detach().double().cpu() for t in (y, x.grad, z.grad, w.grad)]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("position, activation, centering",
+                         [("before", "silu", False), ("after", "silu", False), ("before", "sigmoid", True)])
+@pytest.mark.parametrize("width, g", [(1280, 640), (256, 128), (300, 100)])
+def test_gated_norm_matches_the_cpu_reference(dtype, position, activation, centering, width, g):
+    """The gated norm on the GPU (fused with PLN_CUDA_KERNELS=1, composite
+    otherwise) against the CPU's float64 kernels on the same rounded inputs."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 5, width, generator=gen, dtype=torch.float64) + 0.5
+    z = torch.randn(6, 5, width, generator=gen, dtype=torch.float64) * 2
+    w = torch.rand(width, generator=gen, dtype=torch.float64) + 0.5
+    dy = torch.randn(6, 5, width, generator=gen, dtype=torch.float64)
+    expected = run_gated(*(t.to(dtype).double() for t in (x, z, w, dy)), g, "cpu", torch.float64, position,
+                         activation, centering)
+    got = run_gated(x, z, w, dy, g, "cuda", dtype, position, activation, centering)
+    tol = DTYPES[dtype]
+    for name, e, a in zip(("y", "dx", "dz", "dweight"), expected, got):
+        scale = max(1.0, e.abs().max().item())
+        torch.testing.assert_close(a, e, atol=tol * scale * (8 if name != "y" else 1), rtol=tol * 8, msg=name)

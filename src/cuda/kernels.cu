@@ -1,8 +1,9 @@
 // Fused CUDA kernels of Parallel LN; the math is in kernels.h. One header per
 // path: features-last rows and large groups (kernels/rows.cuh), NCHW
-// (kernels/strided.cuh), over the shared arithmetic (kernels/arithmetic.cuh);
-// here the last small kernel, which sums the workspace rows of dweight and
-// dbias in a fixed order (deterministic, no atomics), and the launching.
+// (kernels/strided.cuh), over the shared arithmetic (kernels/arithmetic.cuh,
+// which also holds param_finish, the last small kernel, summing the workspace
+// rows of dweight and dbias in a fixed order: deterministic, no atomics); here
+// the launching.
 //
 // Every loop that holds a shuffle or a __syncthreads runs the same number of
 // times in all threads of a block (threads past the end compute on zeros):
@@ -22,20 +23,6 @@ namespace pln::cuda {
 inline namespace PLN_CUDA_BUILD {
 
 namespace {
-
-// ------------------------------------------------------- dweight, dbias ---
-
-// dweight[c] and dbias[c]: the sums of `parts` workspace rows, in order.
-template <typename A>
-__global__ void param_finish(int64_t channels, int64_t parts, const A* __restrict__ dw_ws,
-                             const A* __restrict__ db_ws, A* __restrict__ dweight, A* __restrict__ dbias) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  A dw = 0, db = 0;
-  for (int64_t k = 0; k < parts; ++k) dw += dw_ws[k * channels + c], db += db_ws[k * channels + c];
-  dweight[c] = dw;
-  dbias[c] = db;
-}
 
 // ------------------------------------------------------------- launching ---
 
@@ -170,20 +157,6 @@ void backward_impl(const Geometry& g, const S* dy, const S* x, const A* mean, co
   launch(param_finish<A>, dim3(static_cast<unsigned>(ceil_div(g.channels, kThreads))), dim3(kThreads), 0, stream,
          g.channels, parts, workspace, db_ws(), dweight, dbias);
 }
-
-// The storage type kernels see for each element type of the header.
-template <typename T>
-struct Storage {
-  using type = T;
-};
-template <>
-struct Storage<half_t> {
-  using type = __half;
-};
-template <>
-struct Storage<bfloat16_t> {
-  using type = __nv_bfloat16;
-};
 
 }  // namespace
 

@@ -9,7 +9,9 @@
 
 #include "ops/ops.h"
 
+#include "cuda/gated.h"
 #include "cuda/kernels.h"
+#include "ops/gated.h"
 #include "layout.h"
 
 #include <ATen/ATen.h>
@@ -124,6 +126,89 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
   });
   check_launch("pln::parallel_ln_backward (CUDA)");
   return {dx, dw.to(input.scalar_type()), db.to(input.scalar_type())};
+}
+
+// ------------------------------------------------------------ gated norm ---
+
+namespace {
+
+Tensor3 fused_gated_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                            const OptionalTensor& bias, const gated::Spec& s, bool save_stats) {
+  const c10::cuda::CUDAGuard device(input.device());
+  const at::Tensor x = input.contiguous(), z = gate.contiguous();
+  at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto stats_sizes = x.sizes().vec();
+  stats_sizes.back() = s.groups();
+  at::Tensor mean, rstd;
+  if (save_stats) mean = at::empty(stats_sizes, x.options()), rstd = at::empty(stats_sizes, x.options());
+  const at::Tensor w = gated::ones_or(weight, x, s.num_features, 1.0);
+  const at::Tensor b = gated::ones_or(bias, x, s.num_features, 0.0);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_gated_norm_forward_cuda", [&] {
+    pln::cuda::gated::forward(gated::shape_of(x, s), element_ptr<scalar_t>(x), element_ptr<scalar_t>(z),
+                              element_ptr<scalar_t>(w), element_ptr<scalar_t>(b), element_ptr<scalar_t>(y),
+                              save_stats ? element_ptr<scalar_t>(mean) : nullptr,
+                              save_stats ? element_ptr<scalar_t>(rstd) : nullptr,
+                              at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::gated_norm (CUDA)");
+  return {y, mean, rstd};
+}
+
+void check_enabled(const char* op, const at::Tensor& input) {
+  TORCH_CHECK(cuda_kernels_enabled(), op, ": the fused CUDA kernels are off (PLN_CUDA_KERNELS=1 enables them); ",
+              input.scalar_type(), " input on ", input.device());
+}
+
+}  // namespace
+
+at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                      bool centering, c10::string_view gate_position, c10::string_view activation) {
+  if (!cuda_kernels_enabled()) {
+    return gated::composite_kernel(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+                                   gate_position, activation);
+  }
+  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+                                gate_position, activation);
+  return std::get<0>(fused_gated_forward(input, gate, weight, bias, s, /*save_stats=*/false));
+}
+
+Tensor3 gated_norm_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                           const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                           bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+                                gate_position, activation);
+  check_enabled("pln::gated_norm_forward", input);
+  return fused_gated_forward(input, gate, weight, bias, s, /*save_stats=*/true);
+}
+
+gated::Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+                                   const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
+                                   const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
+                                   double eps, bool centering, c10::string_view gate_position,
+                                   c10::string_view activation) {
+  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+                                gate_position, activation);
+  check_enabled("pln::gated_norm_backward", input);
+  gated::check_backward(grad_output, input, mean, rstd, s);
+  const c10::cuda::CUDAGuard device(input.device());
+  const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
+  const at::Tensor w = gated::ones_or(weight, x, s.num_features, 1.0);
+  const at::Tensor b = gated::ones_or(bias, x, s.num_features, 0.0);
+  const auto acc = x.options().dtype(stats_type(x.scalar_type()));
+  const auto shape = gated::shape_of(x, s);
+  at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);
+  at::Tensor dw = at::empty({s.num_features}, acc), db = at::empty({s.num_features}, acc);
+  at::Tensor workspace = at::empty({pln::cuda::gated::workspace_elements(shape)}, acc);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_gated_norm_backward_cuda", [&] {
+    using acc_t = typename pln::cuda::Acc<typename Element<scalar_t>::type>::type;
+    pln::cuda::gated::backward(shape, element_ptr<scalar_t>(dy), element_ptr<scalar_t>(x), element_ptr<scalar_t>(z),
+                               element_ptr<scalar_t>(w), element_ptr<scalar_t>(b), element_ptr<scalar_t>(dx),
+                               element_ptr<scalar_t>(dz), dw.data_ptr<acc_t>(), db.data_ptr<acc_t>(),
+                               workspace.data_ptr<acc_t>(), at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::gated_norm_backward (CUDA)");
+  return {dx, dz, dw.to(x.scalar_type()), db.to(x.scalar_type())};
 }
 
 }  // namespace cuda

@@ -4,17 +4,19 @@
 // or the sigmoid. Its schemas and the kernel of each dispatch key:
 //
 //   pln::gated_norm           the public op
-//   pln::gated_norm_forward   y plus the per-group mean and 1/std (fused CPU kernels)
+//   pln::gated_norm_forward   y plus the per-group mean and 1/std (fused kernels)
 //   pln::gated_norm_backward  dx, dz, dweight, dbias from them
 //
 // CPU float32 and float64 run the fused kernels of src/cpu/gated_kernels.cpp;
-// every other device and dtype the composite ATen formulation, computed in
+// CUDA, where PLN_CUDA_KERNELS=1 in a build with CUDA, those of
+// src/cuda/gated.cu (every float dtype; cuda.cpp); every other device and
+// dtype the composite ATen formulation, computed in
 // float32 for float16 and bfloat16 inputs (as the models' own classes do) and
 // rounded once. Autograd runs the fused backward, and the composite gradient
 // formulas where a graph of the gradient is wanted (double backward). Under
 // autocast, tensors of mixed dtypes are computed in float32.
 
-#include "ops/ops.h"
+#include "ops/gated.h"
 
 #include "cpu/gated_kernels.h"
 
@@ -33,8 +35,6 @@ namespace pln::ops::gated {
 
 namespace {
 
-using Tensor4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-
 using GatedNormFn = at::Tensor(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                                const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                                bool centering, c10::string_view gate_position, c10::string_view activation);
@@ -46,16 +46,10 @@ using GatedBackwardFn = Tensor4(const at::Tensor& grad_output, const at::Tensor&
                                 const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                                 bool centering, c10::string_view gate_position, c10::string_view activation);
 
-struct Spec {
-  int64_t num_features, num_per_group;
-  double eps;
-  bool centering, gate_before, sigmoid;
-  int64_t groups() const { return num_features / num_per_group; }
-};
-
 std::string text(c10::string_view s) { return std::string(s.data(), s.size()); }
 
-// The scalar arguments and the tensors, checked; errors name the bad value.
+}  // namespace
+
 Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
              const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps, bool centering,
              c10::string_view gate_position, c10::string_view activation) {
@@ -90,14 +84,39 @@ Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTens
   return {num_features, num_per_group, eps, centering, position == "before", act == "sigmoid"};
 }
 
+void check_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
+                    const at::Tensor& rstd, const Spec& s) {
+  TORCH_CHECK(grad_output.sizes() == input.sizes() && grad_output.scalar_type() == input.scalar_type(),
+              "pln::gated_norm_backward: grad_output is ", grad_output.scalar_type(), " of shape ",
+              grad_output.sizes(), ", the input ", input.scalar_type(), " of shape ", input.sizes());
+  TORCH_CHECK(mean.numel() * s.num_per_group == input.numel() && rstd.numel() == mean.numel() &&
+                  mean.scalar_type() == input.scalar_type(),
+              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+}
+
+at::Tensor ones_or(const OptionalTensor& w, const at::Tensor& x, int64_t c, double fill) {
+  return w.has_value() ? w->reshape({-1}).to(x.scalar_type()).contiguous() : at::full({c}, fill, x.options());
+}
+
+pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s) {
+  return {x.numel() / s.num_features, s.num_features, s.num_per_group, s.eps, s.centering, s.gate_before,
+          s.sigmoid};
+}
+
+namespace {
+
 template <typename Fn>
 c10::TypedOperatorHandle<Fn> handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
 }
 
+// Whether the fused kernels take the input: on the CPU float32 and float64;
+// on CUDA every float dtype, once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
 bool fused(const at::Tensor& input) {
   const auto t = input.scalar_type();
-  return input.device().is_cpu() && input.layout() == c10::kStrided && (t == at::kFloat || t == at::kDouble);
+  if (input.layout() != c10::kStrided) return false;
+  if (input.device().is_cpu()) return t == at::kFloat || t == at::kDouble;
+  return input.is_cuda() && cuda_kernels_enabled();
 }
 
 // ------------------------------------------------------------- composite ---
@@ -175,15 +194,6 @@ Tensor4 composite_backward(const at::Tensor& grad_output, const at::Tensor& inpu
 
 // ------------------------------------------------------------------- CPU ---
 
-at::Tensor ones_or(const OptionalTensor& w, const at::Tensor& x, int64_t c, double fill) {
-  return w.has_value() ? w->reshape({-1}).to(x.scalar_type()).contiguous() : at::full({c}, fill, x.options());
-}
-
-pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s) {
-  return {x.numel() / s.num_features, s.num_features, s.num_per_group, s.eps, s.centering, s.gate_before,
-          s.sigmoid};
-}
-
 Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                     const OptionalTensor& bias, const Spec& s, bool save_stats) {
   const at::Tensor x = input.contiguous(), z = gate.contiguous();
@@ -222,14 +232,6 @@ Tensor4 call_backward(const at::Tensor& grad_output, const at::Tensor& input, co
 
 // ------------------------------------------------------------- kernels ---
 
-at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
-                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
-                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
-                         activation);
-  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s).contiguous();
-}
-
 at::Tensor cpu_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation) {
@@ -260,12 +262,7 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
                          activation);
   TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take float32 or float64 input, got ",
               input.scalar_type());
-  TORCH_CHECK(grad_output.sizes() == input.sizes() && grad_output.scalar_type() == input.scalar_type(),
-              "pln::gated_norm_backward: grad_output is ", grad_output.scalar_type(), " of shape ",
-              grad_output.sizes(), ", the input ", input.scalar_type(), " of shape ", input.sizes());
-  TORCH_CHECK(mean.numel() * s.num_per_group == input.numel() && rstd.numel() == mean.numel() &&
-                  mean.scalar_type() == input.scalar_type(),
-              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  check_backward(grad_output, input, mean, rstd, s);
   const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
   const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
   const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
@@ -448,6 +445,14 @@ at::Tensor autocast_kernel(const at::Tensor& input, const at::Tensor& gate, cons
 
 }  // namespace
 
+at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
+                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
+                            bool centering, c10::string_view gate_position, c10::string_view activation) {
+  const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                         activation);
+  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s).contiguous();
+}
+
 at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation) {
@@ -475,6 +480,14 @@ TORCH_LIBRARY_IMPL(pln, CPU, m) {
   m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::cpu_forward_kernel));
   m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::cpu_backward_kernel));
 }
+
+#ifdef PLN_WITH_CUDA
+TORCH_LIBRARY_IMPL(pln, CUDA, m) {
+  m.impl("gated_norm", TORCH_FN(pln::ops::cuda::gated_norm));
+  m.impl("gated_norm_forward", TORCH_FN(pln::ops::cuda::gated_norm_forward));
+  m.impl("gated_norm_backward", TORCH_FN(pln::ops::cuda::gated_norm_backward));
+}
+#endif
 
 TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
   m.impl("gated_norm", TORCH_FN(pln::ops::gated::composite_kernel));

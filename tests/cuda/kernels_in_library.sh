@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The fused CUDA kernels are in the built library: every kernel family for
-# every element type, as sm_90 machine code (the same source the CPU-run
+# The fused CUDA kernels are in the built library: every kernel family (the
+# gated norm's too) for every element type, as sm_90 machine code (the same source the CPU-run
 # tests compile against HIP-CPU: tests/cuda/kernels_hip_cpu.cpp).
 # Usage: kernels_in_library.sh LIBPLN CUOBJDUMP (the CUDA toolkit's, or the one
 # triton's wheel carries); skips (77) when CUOBJDUMP is empty or not there.
@@ -15,6 +15,9 @@ missing=0
 expect() { grep -q "$1" <<<"$symbols" || { echo "FAIL: no $1...> in $lib"; missing=1; }; }
 for kernel in rows_forward rows_backward large_group_forward large_group_backward strided_forward \
               strided_backward; do
+  for type in float double __half __nv_bfloat16; do expect "${kernel}<${type},"; done
+done
+for kernel in gated_forward gated_backward gated_param_parts; do
   for type in float double __half __nv_bfloat16; do expect "${kernel}<${type},"; done
 done
 for accumulation in float double; do expect "param_finish<${accumulation}>"; done

@@ -2,7 +2,9 @@
 // parity of pln::cuda::forward and pln::cuda::backward with a long-double
 // reference in every layout, dtype and group size; misaligned, empty and
 // many-row inputs; PLS; common offsets up to 1e4 (against the CPU kernels'
-// own error too); bit-identical dweight/dbias over two runs.
+// own error too); bit-identical dweight/dbias over two runs. The gated norm's
+// (src/cuda/gated.cu): parity with the CPU kernels (float64) for both gate
+// positions, both activations, PLN and PLS, every dtype.
 //
 // What this suite cannot show (the GPU suite, python/tests/test_cuda.py run by
 // scripts/device-check, keeps those checks): HIP-CPU ignores shuffle masks
@@ -14,6 +16,7 @@
 //
 // Errors are max |got - reference| / max |reference| over a tensor.
 
+#include "cuda/gated.h"
 #include "cuda/kernels.h"
 
 #include <gtest/gtest.h>
@@ -386,6 +389,109 @@ TEST(CudaKernelsOnCpu, BackwardWithoutParameterGradients) {
     const Outcome full = run_case<float>({g}), dx_only = run_case<float>(without);
     EXPECT_EQ(0, std::memcmp(full.dx.data(), dx_only.dx.data(), full.dx.size() * sizeof(double)));
   }
+}
+
+// ------------------------------------------------------------ gated norm ---
+
+struct GatedCase {
+  int64_t rows, channels, group;
+  bool centering, before, sigmoid;
+  std::string name() const {
+    char text[160];
+    std::snprintf(text, sizeof text, "[%lld, %lld] g=%lld %s gate %s, %s", static_cast<long long>(rows),
+                  static_cast<long long>(channels), static_cast<long long>(group), centering ? "PLN" : "PLS",
+                  before ? "before" : "after", sigmoid ? "sigmoid" : "silu");
+    return text;
+  }
+};
+
+// max |got - want| / max |want| over double vectors; infinity for a NaN in got.
+double gated_error(const std::vector<double>& got, const std::vector<double>& want) {
+  std::vector<Real> w(want.begin(), want.end());
+  return relative_error(got, w);
+}
+
+// The CUDA gated kernels on T against the CPU's float64 kernels on the same
+// (rounded) inputs; dweight/dbias checked against their sums too.
+template <typename T>
+void expect_gated_parity(const GatedCase& k, double tol = tolerance<T>()) {
+  SCOPED_TRACE(std::string(type_name<T>()) + " " + k.name());
+  using A = typename pln::cuda::Acc<T>::type;
+  const int64_t n = k.rows * k.channels, C = k.channels, stats = k.rows * (C / k.group);
+  const pln::cuda::gated::Shape shape{k.rows, C, k.group, 1e-5, k.centering, k.before, k.sigmoid};
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal;
+  std::vector<T> xs(n), zs(n), dys(n), ws(C), bs(C);
+  std::vector<double> x(n), z(n), dy(n), w(C), b(C);
+  const auto draw = [&](std::vector<T>& elems, std::vector<double>& values, double mean, double spread) {
+    for (size_t i = 0; i < elems.size(); ++i) {
+      elems[i] = to_elem<T>(mean + spread * normal(rng));
+      values[i] = from_elem(elems[i]);
+    }
+  };
+  draw(xs, x, 0.5, 1), draw(zs, z, 0, 2), draw(dys, dy, 0, 1), draw(ws, w, 1, 0.5), draw(bs, b, 0, 0.5);
+
+  std::vector<double> ry(n), rmean(stats), rrstd(stats), rdx(n), rdz(n), rdw(C), rdb(C);
+  pln::cpu::gated::forward<double>(shape, x.data(), z.data(), w.data(), b.data(), ry.data(), rmean.data(),
+                                   rrstd.data());
+  pln::cpu::gated::backward<double>(shape, dy.data(), x.data(), z.data(), w.data(), b.data(), rmean.data(),
+                                    rrstd.data(), rdx.data(), rdz.data(), rdw.data(), rdb.data());
+
+  const A nan = std::numeric_limits<A>::quiet_NaN();
+  std::vector<T> ys(n, to_elem<T>(nan)), means(stats, to_elem<T>(nan)), rstds(stats, to_elem<T>(nan));
+  std::vector<T> dxs(n, to_elem<T>(nan)), dzs(n, to_elem<T>(nan));
+  std::vector<A> dw(C, nan), db(C, nan), workspace(pln::cuda::gated::workspace_elements(shape), nan);
+  pln::cuda::gated::forward<T>(shape, xs.data(), zs.data(), ws.data(), bs.data(), ys.data(), means.data(),
+                               rstds.data(), nullptr);
+  EXPECT_STREQ(pln::cuda::synchronize(nullptr), "");
+  pln::cuda::gated::backward<T>(shape, dys.data(), xs.data(), zs.data(), ws.data(), bs.data(), dxs.data(),
+                                dzs.data(), dw.data(), db.data(), workspace.data(), nullptr);
+  EXPECT_STREQ(pln::cuda::synchronize(nullptr), "");
+
+  const auto values = [](const auto& elems) {
+    std::vector<double> out(elems.size());
+    for (size_t i = 0; i < elems.size(); ++i) out[i] = from_elem(elems[i]);
+    return out;
+  };
+  EXPECT_LE(gated_error(values(ys), ry), tol);
+  EXPECT_LE(gated_error(values(means), rmean), tol);
+  EXPECT_LE(gated_error(values(rstds), rrstd), tol);
+  EXPECT_LE(gated_error(values(dxs), rdx), 2 * tol);
+  EXPECT_LE(gated_error(values(dzs), rdz), 2 * tol);
+  const double sum_tol = sizeof(A) == 8 ? 1e-12 : 1e-4;
+  EXPECT_LE(gated_error(std::vector<double>(dw.begin(), dw.end()), rdw), std::max(tol, sum_tol));
+  EXPECT_LE(gated_error(std::vector<double>(db.begin(), db.end()), rdb), std::max(tol, sum_tol));
+}
+
+template <typename T>
+void gated_sweep() {
+  // Groups of one warp's stride and of several (Mamba-2's 640 and the
+  // head-sized 128), a group that is not a multiple of 32, groups of one; an
+  // odd count of rows, and more rows than the dweight/dbias parts.
+  const GatedCase shapes[] = {{3, 64, 16, true, true, false},     {5, 1280, 640, false, true, false},
+                              {4, 256, 128, false, false, false}, {7, 300, 100, true, false, true},
+                              {2, 8, 1, false, true, true},       {1100, 64, 32, false, true, false}};
+  for (GatedCase k : shapes) {
+    expect_gated_parity<T>(k);
+    k.centering = !k.centering, k.before = !k.before, k.sigmoid = !k.sigmoid;
+    expect_gated_parity<T>(k);
+  }
+}
+
+TEST(CudaGatedOnCpu, ParityFloat32) { gated_sweep<float>(); }
+TEST(CudaGatedOnCpu, ParityFloat64) { gated_sweep<double>(); }
+TEST(CudaGatedOnCpu, ParityFloat16) { gated_sweep<pln::cuda::half_t>(); }
+TEST(CudaGatedOnCpu, ParityBFloat16) { gated_sweep<pln::cuda::bfloat16_t>(); }
+
+// No rows: nothing written but dweight/dbias, which are zeros.
+TEST(CudaGatedOnCpu, EmptyInputGivesZeroParameterGradients) {
+  const pln::cuda::gated::Shape shape{0, 64, 16, 1e-5, false, true, false};
+  std::vector<float> dw(64, 1.f), db(64, 1.f), workspace(pln::cuda::gated::workspace_elements(shape));
+  pln::cuda::gated::backward<float>(shape, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, dw.data(),
+                                    db.data(), workspace.data(), nullptr);
+  EXPECT_STREQ(pln::cuda::synchronize(nullptr), "");
+  EXPECT_EQ(std::count(dw.begin(), dw.end(), 0.f), 64);
+  EXPECT_EQ(std::count(db.begin(), db.end(), 0.f), 64);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #pragma once
 // Element types and accumulation: conversions, warp and block sums, vector
 // loads, and the launch arithmetic the paths share.
-// Part of the fused CUDA kernels of src/cuda/kernels.cu, which alone includes
-// it (once, in the build's inline namespace).
+// Part of the fused CUDA kernels of src/cuda/kernels.cu and src/cuda/gated.cu
+// (once each, in the build's inline namespace).
 
 #include "cuda/kernels.h"
 #include "cuda/runtime.h"
@@ -89,6 +89,34 @@ constexpr int64_t kTargetBlocks = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); }
+
+// ------------------------------------------------------- dweight, dbias ---
+
+// dweight[c] and dbias[c]: the sums of `parts` workspace rows, in order.
+template <typename A>
+__global__ void param_finish(int64_t channels, int64_t parts, const A* __restrict__ dw_ws,
+                             const A* __restrict__ db_ws, A* __restrict__ dweight, A* __restrict__ dbias) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  A dw = 0, db = 0;
+  for (int64_t k = 0; k < parts; ++k) dw += dw_ws[k * channels + c], db += db_ws[k * channels + c];
+  dweight[c] = dw;
+  dbias[c] = db;
+}
+
+// The storage type kernels see for each element type of the header.
+template <typename T>
+struct Storage {
+  using type = T;
+};
+template <>
+struct Storage<half_t> {
+  using type = __half;
+};
+template <>
+struct Storage<bfloat16_t> {
+  using type = __nv_bfloat16;
+};
 
 }  // namespace
 }  // namespace PLN_CUDA_BUILD
