@@ -77,6 +77,51 @@ INSTANTIATE_TEST_SUITE_P(Variants, GatedNorm,
                          ::testing::Combine(::testing::Bool(), ::testing::Values("before", "after"),
                                             ::testing::Values("silu", "sigmoid")));
 
+// The fused CPU kernels' activation (a vectorised exp) over the gate values
+// that saturate it, on groups with and without a tail past the last register,
+// against the formula in float64; a NaN gate gives NaN where the formula does.
+TEST(GatedNormKernels, SaturatedGatesAndLargeGroupsMatchTheFormula) {
+  torch::manual_seed(2);
+  for (const auto& [width, g] : {std::pair<int64_t, int64_t>{1280, 640}, {4104, 4104}, {300, 100}}) {
+    for (const std::string position : {"before", "after"}) {
+      for (const std::string act : {"silu", "sigmoid"}) {
+        SCOPED_TRACE(std::to_string(g) + " " + position + " " + act);
+        const auto options = pln::GatedNormOptions(width, g).gate_position(position).activation(act);
+        const auto x0 = torch::randn({4, width}, torch::kDouble) + 0.5;
+        auto z0 = torch::randn({4, width}, torch::kDouble) * 40;  // |z| up to ~160: e^-z past float's range
+        z0.index_put_({0, 3}, 1e4), z0.index_put_({1, 5}, -1e4), z0.index_put_({2, 7}, 88.5);
+        const auto w0 = torch::rand({width}, torch::kDouble) + 0.5, dy = torch::randn({4, width}, torch::kDouble);
+        auto x64 = x0.clone().requires_grad_(), z64 = z0.clone().requires_grad_();
+        const auto want = gated_reference(x64, z64, g, w0, {}, false, position, act);
+        want.backward(dy);
+        for (const auto& [dtype, tol] : {std::pair{torch::kDouble, 1e-12}, std::pair{torch::kFloat, 2e-5}}) {
+          SCOPED_TRACE(c10::toString(dtype));
+          auto x = x0.to(dtype).clone().requires_grad_(), z = z0.to(dtype).clone().requires_grad_();
+          const auto y = pln::functional::gated_norm(x, z, options, w0.to(dtype));
+          y.backward(dy.to(dtype));
+          const auto close = [](const torch::Tensor& got, const torch::Tensor& ref, double tolerance) {
+            const double scale = ref.abs().max().item<double>() + 1e-300;
+            return (got.to(torch::kDouble) - ref).abs().max().item<double>() / scale <= tolerance;
+          };
+          EXPECT_TRUE(close(y, want, tol));
+          EXPECT_TRUE(close(x.grad(), x64.grad(), 20 * tol));
+          EXPECT_TRUE(close(z.grad(), z64.grad(), 20 * tol));
+        }
+      }
+    }
+  }
+  // A NaN gate: its group (gate before the norm) or its value (after) is NaN, the rest is not.
+  for (const std::string position : {"before", "after"}) {
+    const auto x = torch::randn({2, 64});
+    auto z = torch::randn({2, 64});
+    z.index_put_({1, 9}, std::nan(""));
+    const auto y = pln::functional::gated_norm(x, z, pln::GatedNormOptions(64, 16).gate_position(position));
+    const auto want = gated_reference(x, z, 16, {}, {}, false, position, "silu");
+    EXPECT_TRUE(torch::equal(y.isnan(), want.isnan())) << position;
+    EXPECT_TRUE(y.isnan().any().item<bool>()) << position;
+  }
+}
+
 TEST(GatedNormErrors, NameTheProblem) {
   const auto x = torch::randn({4, 32}), z = torch::randn({4, 32});
   const auto message = [](const auto& call) { return gated_error_message(call); };

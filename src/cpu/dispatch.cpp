@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "cpu/gated_kernels.h"
 #include "cpu/jet_kernels.h"
 #include "cpu/kernels.h"
 
@@ -198,6 +199,30 @@ template <typename T>
 void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double eps, bool centering) {
   PLN_DISPATCH(jet_backward, g, dy, x, dx, eps, centering)
 }
+
+namespace gated {
+
+template <typename T>
+void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* bias, T* y, T* mean, T* rstd) {
+  PLN_DISPATCH(gated_forward, s, x, z, weight, bias, y, mean, rstd)
+}
+
+template <typename T>
+void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weight, const T* bias,
+              const T* /*mean*/, const T* /*rstd*/, T* dx, T* dz, double* dweight, double* dbias) {
+  PLN_DISPATCH(gated_backward, s, dy, x, z, weight, bias, dx, dz, dweight, dbias)
+}
+
+template void forward<float>(const Shape&, const float*, const float*, const float*, const float*, float*, float*,
+                             float*);
+template void forward<double>(const Shape&, const double*, const double*, const double*, const double*, double*,
+                              double*, double*);
+template void backward<float>(const Shape&, const float*, const float*, const float*, const float*, const float*,
+                              const float*, const float*, float*, float*, double*, double*);
+template void backward<double>(const Shape&, const double*, const double*, const double*, const double*,
+                               const double*, const double*, const double*, double*, double*, double*, double*);
+
+}  // namespace gated
 
 #undef PLN_DISPATCH
 

@@ -1,145 +1,226 @@
+// Fused gated-norm kernels (the math: cpu/gated_kernels.h), compiled once per
+// capability with PLN_CPU_NS set to its namespace, as kernels.cpp is. A group
+// takes three passes: the gate's sigmoid and the normalised input h into a
+// scratch of the task (one read of x and z), the statistics of h (two passes
+// over the scratch, large_groups.h's sums), the output; the backward one more,
+// for the sums its dx needs.
+
 #include "cpu/gated_kernels.h"
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-namespace pln::cpu::gated {
+#include "cpu/capability.h"
+#include "cpu/kernels/large_groups.h"
+#include "cpu/kernels/vec.h"
 
+namespace pln::cpu::PLN_CPU_NS {
 namespace {
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+using gated::Shape;
 
-// act(z) and its derivative.
-struct Activation {
-  bool is_sigmoid;
-  double value(double z) const { return is_sigmoid ? sigmoid(z) : z * sigmoid(z); }
-  double slope(double z) const {
-    const double s = sigmoid(z);
-    return is_sigmoid ? s * (1 - s) : s * (1 + z * (1 - s));
-  }
-};
+// Rows per task: a fixed split of the rows, so that the backward's
+// per-feature sums do not depend on the thread count.
+constexpr int64_t kRowsPerTask = 64;
+// Rows whose dweight/dbias terms are added in T before they are widened.
+constexpr int64_t kFlushRows = 16;
 
-// One group's gate activations and normalised input (h = x * act(z) before
-// the norm, x after it), computed once into `a` and `h`, and their mean (0
-// without centering) and 1/std: the mean of values shifted by the first
-// (exact at a common offset), then the mean square of the centred values.
-template <typename T>
-void load_group(const Shape& s, const Activation& act, const T* x, const T* z, double* a, double* h, double& mu,
-                double& r) {
-  const int64_t g = s.group;
-  for (int64_t i = 0; i < g; ++i) {
-    a[i] = act.value(double(z[i]));
-    h[i] = s.gate_before ? double(x[i]) * a[i] : double(x[i]);
-  }
-  mu = 0;
-  if (s.centering) {
-    double sum = 0;
-    for (int64_t i = 0; i < g; ++i) sum += h[i] - h[0];
-    mu = h[0] + sum / double(g);
-  }
-  double squares = 0;
-  for (int64_t i = 0; i < g; ++i) squares += (h[i] - mu) * (h[i] - mu);
-  r = 1.0 / std::sqrt(squares / double(g) + s.eps);
+template <typename W>
+inline typename W::V sigmoid(typename W::V z) {
+  using T = typename W::Value;
+  return W::div(W::set1(T(1)), W::add(W::set1(T(1)), exp<W>(W::sub(W::zero(), z))));
 }
 
-// Rows per task of the backward's per-feature sums: a fixed split of the rows,
-// so that the sums do not depend on the thread count.
-constexpr int64_t kRowsPerTask = 64;
+// act(z) from z and its sigmoid sg: sg itself, or SiLU's z * sg.
+template <typename W>
+inline typename W::V activation(const Shape& s, typename W::V z, typename W::V sg) {
+  return s.sigmoid ? sg : W::mul(z, sg);
+}
 
-}  // namespace
+// act'(z): sg (1 - sg), or SiLU's sg (1 + z (1 - sg)).
+template <typename W>
+inline typename W::V activation_slope(const Shape& s, typename W::V z, typename W::V sg) {
+  using T = typename W::Value;
+  const auto one_minus = W::sub(W::set1(T(1)), sg);
+  return s.sigmoid ? W::mul(sg, one_minus) : W::mul(sg, W::fmadd(z, one_minus, W::set1(T(1))));
+}
 
-template <typename T>
-void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* bias, T* y, T* mean, T* rstd) {
-  const Activation act{s.sigmoid};
+// The gate's sigmoid into sg, and h = x * act(z) into h (gate before the norm).
+template <typename V>
+void load_gate(const Shape& s, const typename V::Value* x, const typename V::Value* z, int64_t g,
+               typename V::Value* sg, typename V::Value* h) {
+  for_each_register<V>(g, [&](auto w_, int64_t j) {
+    using W = decltype(w_);
+    const auto zj = W::load(z + j), sgj = sigmoid<W>(zj);
+    W::store(sg + j, sgj);
+    if (s.gate_before) W::store(h + j, W::mul(W::load(x + j), activation<W>(s, zj, sgj)));
+  });
+}
+
+// The statistics of one group's h: shift, shifted mean m and rstd, as forward_large_group takes them.
+template <typename V, bool kCenter>
+void statistics(const Shape& s, const typename V::Value* h, typename V::Value& shift, typename V::Value& m,
+                typename V::Value& r) {
+  using T = typename V::Value;
+  const int64_t g = s.group;
+  shift = kCenter ? h[0] : T(0);
+  m = T(0);
+  double sum[1];
+  if (kCenter) {
+    piecewise_sums<1>(g, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(h, shift, begin, end, out); },
+                      sum);
+    m = mean_of<T>(sum[0], g);
+  }
+  piecewise_sums<1>(g, [&](int64_t begin, int64_t end, double (&out)[1]) {
+    centred_squares<V, kCenter>(h, shift, m, begin, end, out);
+  }, sum);
+  r = rstd_of<T>(sum[0], g, s.eps);
+}
+
+template <typename T, bool kCenter>
+void forward_impl(const Shape& s, const T* x, const T* z, const T* w, const T* b, T* y, T* mean, T* rstd) {
+  using V = NativeVec<T>;
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
   at::parallel_for(0, s.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
-    std::vector<double> a(static_cast<size_t>(g)), h(static_cast<size_t>(g));
+    std::vector<T> sg(static_cast<size_t>(g)), hs(static_cast<size_t>(g));
     for (int64_t row = begin; row < end; ++row) {
       for (int64_t k = 0; k < G; ++k) {
         const int64_t off = row * C + k * g;
-        double mu, r;
-        load_group(s, act, x + off, z + off, a.data(), h.data(), mu, r);
-        if (mean) mean[row * G + k] = T(mu), rstd[row * G + k] = T(r);
-        const T* w = weight + k * g;
-        const T* b = bias + k * g;
-        for (int64_t i = 0; i < g; ++i) {
-          const double out = (h[i] - mu) * r * double(w[i]) + double(b[i]);
-          y[off + i] = T(s.gate_before ? out : out * a[i]);
+        load_gate<V>(s, x + off, z + off, g, sg.data(), hs.data());
+        const T* h = s.gate_before ? hs.data() : x + off;
+        T shift, m, r;
+        statistics<V, kCenter>(s, h, shift, m, r);
+        write_normalised<V, kCenter>(h, y + off, 0, g, shift, m, r, w + k * g, b + k * g, nullptr, false);
+        if (!s.gate_before) {
+          for_each_register<V>(g, [&](auto w_, int64_t j) {
+            using W = decltype(w_);
+            const auto a = activation<W>(s, W::load(z + off + j), W::load(sg.data() + j));
+            W::store(y + off + j, W::mul(W::load(y + off + j), a));
+          });
         }
+        if (mean) mean[row * G + k] = kCenter ? shift + m : T(0), rstd[row * G + k] = r;
       }
     }
   });
 }
 
-template <typename T>
-void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weight, const T* bias,
-              const T* /*mean*/, const T* /*rstd*/, T* dx, T* dz, double* dweight, double* dbias) {
-  const Activation act{s.sigmoid};
+// With n = ((h - shift) - m) * r, dt = dy (before) or dy * act(z) (after), dn = dt * w:
+//   dh = r * (dn - n * mean(dn * n) - mean(dn))   (no mean(dn) without centring)
+//   before: dx = dh * act(z), dz = dh * x * act'(z);  after: dx = dh, dz = dy * (n * w + b) * act'(z)
+template <typename T, bool kCenter>
+void backward_impl(const Shape& s, const T* dy, const T* x, const T* z, const T* w, const T* b, T* dx, T* dz,
+                   double* dweight, double* dbias) {
+  using V = NativeVec<T>;
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
   const int64_t tasks = (s.rows + kRowsPerTask - 1) / kRowsPerTask;
   std::vector<double> partial(static_cast<size_t>(std::max<int64_t>(tasks, 1) * 2 * C), 0.0);
   at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
-    std::vector<double> dn(static_cast<size_t>(g)), n(static_cast<size_t>(g));
-    std::vector<double> a(static_cast<size_t>(g)), h(static_cast<size_t>(g));
+    std::vector<T> sg(static_cast<size_t>(g)), hs(static_cast<size_t>(g)), rows(static_cast<size_t>(2 * C));
     for (int64_t task = first; task < last; ++task) {
-      double* dw = partial.data() + task * 2 * C;
-      double* db = dw + C;
+      double* const task_sums = partial.data() + task * 2 * C;
+      const auto flush = [&] {
+        for (int64_t f = 0; f < 2 * C; ++f) task_sums[f] += static_cast<double>(rows[f]), rows[f] = T(0);
+      };
+      std::fill(rows.begin(), rows.end(), T(0));
       const int64_t row_end = std::min(s.rows, (task + 1) * kRowsPerTask);
       for (int64_t row = task * kRowsPerTask; row < row_end; ++row) {
         for (int64_t k = 0; k < G; ++k) {
           const int64_t off = row * C + k * g;
-          // The statistics again, in double: the saved float mean, subtracted from a
-          // value of its own magnitude, would leave the centred values off by its rounding.
-          double mu, r;
-          load_group(s, act, x + off, z + off, a.data(), h.data(), mu, r);
-          double mean_dn = 0, mean_dn_n = 0;
-          for (int64_t i = 0; i < g; ++i) {
-            const int64_t j = off + i, f = k * g + i;
-            n[i] = (h[i] - mu) * r;
-            // dt: the gradient reaching norm(.) * weight + bias.
-            const double dt = s.gate_before ? double(dy[j]) : double(dy[j]) * a[i];
-            dn[i] = dt * double(weight[f]);
-            mean_dn += dn[i];
-            mean_dn_n += dn[i] * n[i];
-            dw[f] += dt * n[i];
-            db[f] += dt;
-          }
-          mean_dn /= double(g);
-          mean_dn_n /= double(g);
-          for (int64_t i = 0; i < g; ++i) {
-            const int64_t j = off + i, f = k * g + i;
-            const double dh = r * (dn[i] - n[i] * mean_dn_n - (s.centering ? mean_dn : 0.0));
-            const double zj = double(z[j]);
+          load_gate<V>(s, x + off, z + off, g, sg.data(), hs.data());
+          const T* h = s.gate_before ? hs.data() : x + off;
+          T shift, m, r;
+          statistics<V, kCenter>(s, h, shift, m, r);
+          const T* wk = w + k * g;
+          T* dw = rows.data() + k * g;
+          T* db = rows.data() + C + k * g;
+          // n, dt and dn of feature j, as registers of W.
+          const auto terms = [&](auto w_, int64_t j, auto& n, auto& dt, auto& dn) {
+            using W = decltype(w_);
+            n = W::mul(W::sub(W::sub(W::load(h + j), W::set1(shift)), W::set1(m)), W::set1(r));
+            const auto dyj = W::load(dy + off + j);
+            dt = s.gate_before ? dyj
+                               : W::mul(dyj, activation<W>(s, W::load(z + off + j), W::load(sg.data() + j)));
+            dn = W::mul(dt, W::load(wk + j));
+          };
+          double sums[2];  // sum dn, sum dn * n
+          piecewise_sums<2>(g, [&](int64_t begin, int64_t end, double (&out)[2]) {
+            blocked_sums<V, 2>(begin, end, [&](auto w_, int64_t j, auto* acc) {
+              using W = decltype(w_);
+              typename W::V n, dt, dn;
+              terms(w_, j, n, dt, dn);
+              acc[0] = W::add(acc[0], dn);
+              acc[1] = W::fmadd(dn, n, acc[1]);
+              W::store(dw + j, W::fmadd(dt, n, W::load(dw + j)));
+              W::store(db + j, W::add(dt, W::load(db + j)));
+            }, out);
+          }, sums);
+          const T mean_dn = kCenter ? static_cast<T>(sums[0] / double(g)) : T(0);
+          const T mean_dn_n = static_cast<T>(sums[1] / double(g));
+          const T* bk = b + k * g;
+          for_each_register<V>(g, [&](auto w_, int64_t j) {
+            using W = decltype(w_);
+            typename W::V n, dt, dn;
+            terms(w_, j, n, dt, dn);
+            const auto dh = W::mul(W::set1(r), W::sub(W::sub(dn, W::mul(n, W::set1(mean_dn_n))), W::set1(mean_dn)));
+            const auto zj = W::load(z + off + j), sgj = W::load(sg.data() + j);
+            const auto slope = activation_slope<W>(s, zj, sgj);
             if (s.gate_before) {
-              dx[j] = T(dh * a[i]);
-              dz[j] = T(dh * double(x[j]) * act.slope(zj));
+              W::store(dx + off + j, W::mul(dh, activation<W>(s, zj, sgj)));
+              W::store(dz + off + j, W::mul(W::mul(dh, W::load(x + off + j)), slope));
             } else {
-              dx[j] = T(dh);
-              dz[j] = T(double(dy[j]) * (n[i] * double(weight[f]) + double(bias[f])) * act.slope(zj));
+              W::store(dx + off + j, dh);
+              const auto affine = W::fmadd(n, W::load(wk + j), W::load(bk + j));
+              W::store(dz + off + j, W::mul(W::mul(W::load(dy + off + j), affine), slope));
             }
-          }
+          });
         }
+        if ((row + 1 - task * kRowsPerTask) % kFlushRows == 0) flush();
       }
+      flush();
     }
   });
   std::fill(dweight, dweight + C, 0.0);
   std::fill(dbias, dbias + C, 0.0);
   for (int64_t task = 0; task < tasks; ++task) {
-    const double* dw = partial.data() + task * 2 * C;
-    for (int64_t f = 0; f < C; ++f) dweight[f] += dw[f], dbias[f] += dw[C + f];
+    const double* sums = partial.data() + task * 2 * C;
+    for (int64_t f = 0; f < C; ++f) dweight[f] += sums[f], dbias[f] += sums[C + f];
   }
 }
 
-template void forward<float>(const Shape&, const float*, const float*, const float*, const float*, float*, float*,
-                             float*);
-template void forward<double>(const Shape&, const double*, const double*, const double*, const double*, double*,
-                              double*, double*);
-template void backward<float>(const Shape&, const float*, const float*, const float*, const float*, const float*,
-                              const float*, const float*, float*, float*, double*, double*);
-template void backward<double>(const Shape&, const double*, const double*, const double*, const double*,
-                               const double*, const double*, const double*, double*, double*, double*, double*);
+template <typename T>
+void forward_any(const Shape& s, const T* x, const T* z, const T* w, const T* b, T* y, T* mean, T* rstd) {
+  if (s.rows * s.channels == 0) return;
+  s.centering ? forward_impl<T, true>(s, x, z, w, b, y, mean, rstd) : forward_impl<T, false>(s, x, z, w, b, y, mean, rstd);
+}
 
-}  // namespace pln::cpu::gated
+template <typename T>
+void backward_any(const Shape& s, const T* dy, const T* x, const T* z, const T* w, const T* b, T* dx, T* dz,
+                  double* dweight, double* dbias) {
+  s.centering ? backward_impl<T, true>(s, dy, x, z, w, b, dx, dz, dweight, dbias)
+              : backward_impl<T, false>(s, dy, x, z, w, b, dx, dz, dweight, dbias);
+}
+
+}  // namespace
+
+void gated_forward(const Shape& s, const float* x, const float* z, const float* w, const float* b, float* y,
+                   float* mean, float* rstd) {
+  forward_any(s, x, z, w, b, y, mean, rstd);
+}
+void gated_forward(const Shape& s, const double* x, const double* z, const double* w, const double* b, double* y,
+                   double* mean, double* rstd) {
+  forward_any(s, x, z, w, b, y, mean, rstd);
+}
+void gated_backward(const Shape& s, const float* dy, const float* x, const float* z, const float* w, const float* b,
+                    float* dx, float* dz, double* dweight, double* dbias) {
+  backward_any(s, dy, x, z, w, b, dx, dz, dweight, dbias);
+}
+void gated_backward(const Shape& s, const double* dy, const double* x, const double* z, const double* w,
+                    const double* b, double* dx, double* dz, double* dweight, double* dbias) {
+  backward_any(s, dy, x, z, w, b, dx, dz, dweight, dbias);
+}
+
+}  // namespace pln::cpu::PLN_CPU_NS

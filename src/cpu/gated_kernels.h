@@ -6,12 +6,16 @@
 //   gate after the norm (Gated DeltaNet): y = (norm(x) * weight + bias) * act(z)
 //
 // norm subtracts each group's mean when centering (PLN), else not (PLS, RMS
-// norm per group); act is SiLU or the sigmoid. One pass over x and z forward,
-// one over x, z and dy backward. Sums are taken in double.
+// norm per group); act is SiLU or the sigmoid. Compiled once per CPU
+// capability, as the Parallel LN kernels (cpu/kernels.h), over the same
+// vector vocabulary: SIMD within a group, the activation by a vectorised
+// exp, the statistics as the large-group kernels take them (two passes,
+// blocked sums widened to double, exact at a common offset).
 
 #include <cstdint>
 
-namespace pln::cpu::gated {
+namespace pln::cpu {
+namespace gated {
 
 struct Shape {
   int64_t rows;
@@ -29,11 +33,34 @@ struct Shape {
 template <typename T>
 void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* bias, T* y, T* mean, T* rstd);
 
-/// dx, dz, and the per-feature sums dweight and dbias ([C], double, overwritten).
-/// The statistics are taken again in double (mean and rstd are the forward's,
-/// for the operator's signature).
+/// dx, dz, and the per-feature sums dweight and dbias ([C], double, overwritten;
+/// the rows are summed in fixed blocks, so the sums do not depend on the thread
+/// count). The statistics are taken again from x and z (mean and rstd are the
+/// forward's, for the operator's signature).
 template <typename T>
 void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weight, const T* bias,
               const T* mean, const T* rstd, T* dx, T* dz, double* dweight, double* dbias);
 
-}  // namespace pln::cpu::gated
+}  // namespace gated
+
+// Each capability's kernels (src/cpu/gated_kernels.cpp); dispatch.cpp picks one.
+#define PLN_DECLARE_GATED_KERNELS(NS)                                                                             \
+  namespace NS {                                                                                                  \
+  void gated_forward(const gated::Shape& s, const float* x, const float* z, const float* weight,                  \
+                     const float* bias, float* y, float* mean, float* rstd);                                      \
+  void gated_forward(const gated::Shape& s, const double* x, const double* z, const double* weight,               \
+                     const double* bias, double* y, double* mean, double* rstd);                                  \
+  void gated_backward(const gated::Shape& s, const float* dy, const float* x, const float* z, const float* weight, \
+                      const float* bias, float* dx, float* dz, double* dweight, double* dbias);                   \
+  void gated_backward(const gated::Shape& s, const double* dy, const double* x, const double* z,                  \
+                      const double* weight, const double* bias, double* dx, double* dz, double* dweight,          \
+                      double* dbias);                                                                             \
+  }
+
+PLN_DECLARE_GATED_KERNELS(base)
+PLN_DECLARE_GATED_KERNELS(avx2)
+PLN_DECLARE_GATED_KERNELS(avx512)
+PLN_DECLARE_GATED_KERNELS(neon)
+#undef PLN_DECLARE_GATED_KERNELS
+
+}  // namespace pln::cpu

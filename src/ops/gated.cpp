@@ -7,7 +7,8 @@
 //   pln::gated_norm_forward   y plus the per-group mean and 1/std (fused kernels)
 //   pln::gated_norm_backward  dx, dz, dweight, dbias from them
 //
-// CPU float32 and float64 run the fused kernels of src/cpu/gated_kernels.cpp;
+// CPU tensors run the fused kernels of src/cpu/gated_kernels.cpp (float16 and
+// bfloat16 on float32 copies, rounded once);
 // CUDA, where PLN_CUDA_KERNELS=1 in a build with CUDA, those of
 // src/cuda/gated.cu (every float dtype; cuda.cpp); every other device and
 // dtype the composite ATen formulation, computed in
@@ -110,12 +111,12 @@ c10::TypedOperatorHandle<Fn> handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
 }
 
-// Whether the fused kernels take the input: on the CPU float32 and float64;
-// on CUDA every float dtype, once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
+// Whether the fused kernels take the input: on the CPU every float dtype
+// (float16 and bfloat16 through float32 copies); on CUDA every float dtype, once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
 bool fused(const at::Tensor& input) {
   const auto t = input.scalar_type();
   if (input.layout() != c10::kStrided) return false;
-  if (input.device().is_cpu()) return t == at::kFloat || t == at::kDouble;
+  if (input.device().is_cpu()) return at::isFloatingType(t);
   return input.is_cuda() && cuda_kernels_enabled();
 }
 
@@ -196,7 +197,9 @@ Tensor4 composite_backward(const at::Tensor& grad_output, const at::Tensor& inpu
 
 Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                     const OptionalTensor& bias, const Spec& s, bool save_stats) {
-  const at::Tensor x = input.contiguous(), z = gate.contiguous();
+  // float16 and bfloat16 run the float32 kernels on float32 copies, rounded once at the end.
+  const at::ScalarType type = input.scalar_type();
+  const at::Tensor x = wide(input).contiguous(), z = wide(gate).contiguous();
   at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
   auto stats_sizes = x.sizes().vec();
   stats_sizes.back() = s.groups();
@@ -209,7 +212,8 @@ Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const Optio
                                   save_stats ? mean.data_ptr<scalar_t>() : nullptr,
                                   save_stats ? rstd.data_ptr<scalar_t>() : nullptr);
   });
-  return {y, mean, rstd};
+  if (!save_stats) return {y.to(type), mean, rstd};
+  return {y.to(type), mean.to(type), rstd.to(type)};
 }
 
 // ------------------------------------------------------- dispatcher calls ---
@@ -249,7 +253,7 @@ Tensor3 cpu_forward_kernel(const at::Tensor& input, const at::Tensor& gate, cons
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  TORCH_CHECK(fused(input), "pln::gated_norm_forward: the fused CPU kernels take float32 or float64 input, got ",
+  TORCH_CHECK(fused(input), "pln::gated_norm_forward: the fused CPU kernels take floating-point input, got ",
               input.scalar_type());
   return cpu_forward(input, gate, weight, bias, s, /*save_stats=*/true);
 }
@@ -260,11 +264,12 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
                             bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take float32 or float64 input, got ",
+  TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take floating-point input, got ",
               input.scalar_type());
   check_backward(grad_output, input, mean, rstd, s);
-  const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
-  const at::Tensor m = mean.contiguous(), r = rstd.contiguous();
+  // float16 and bfloat16 through float32 copies, as the forward.
+  const at::Tensor x = wide(input).contiguous(), z = wide(gate).contiguous(), dy = wide(grad_output).contiguous();
+  const at::Tensor m = wide(mean).contiguous(), r = wide(rstd).contiguous();
   const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
   at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);
   at::Tensor dw = at::empty({s.num_features}, x.options().dtype(at::kDouble));
@@ -275,7 +280,8 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
                                    m.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(),
                                    dz.data_ptr<scalar_t>(), dw.data_ptr<double>(), db.data_ptr<double>());
   });
-  return {dx, dz, dw.to(x.scalar_type()), db.to(x.scalar_type())};
+  const at::ScalarType type = input.scalar_type();
+  return {dx.to(type), dz.to(type), dw.to(type), db.to(type)};
 }
 
 at::Tensor meta_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,

@@ -15,8 +15,8 @@
 // mean(d^2) - m^2 loses what the shift s = x_0 leaves to cancel, up to a
 // factor 1 + ((x_0 - mean) / std)^2). Formulas: see cpu/kernels.cpp.
 //
-// Part of the fused kernels of src/cpu/kernels.cpp, which alone includes it,
-// inside its per-capability namespace.
+// Part of the fused kernels of src/cpu/kernels.cpp and src/cpu/gated_kernels.cpp,
+// inside their per-capability namespace.
 
 #include <algorithm>
 #include <cmath>

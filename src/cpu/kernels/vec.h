@@ -15,6 +15,9 @@
 //                               and NeonVec)
 //   set1(s), zero()
 //   add, sub, mul, div, sqrt, fmadd(a, b, c) = a * b + c
+//   min, max, round(v)          round to the nearest integer, ties to even
+//   ldexp(v, n)                 v * 2^n for integral n, where both v and the
+//                               result are normal numbers (exp() below)
 //   sum(v)                      the lanes' total, added in pairs
 //   accumulate(double* lanes, v): lanes[l] += v[l], widened to double (the
 //                               blocked sums across rows, see large_groups.h)
@@ -22,10 +25,14 @@
 //                               that sums v's lanes in pairs, and its total
 //                               (the blocked sums along a group)
 //
-// Part of the fused kernels of src/cpu/kernels.cpp, which alone includes it,
-// inside its per-capability namespace.
+// exp(v) is written once over these names (the gated norm's activations).
+//
+// Part of the fused kernels of src/cpu/kernels.cpp and src/cpu/gated_kernels.cpp,
+// inside their per-capability namespace.
 
+#include <array>
 #include <cmath>
+#include <type_traits>
 
 #include "cpu/capability.h"
 
@@ -48,6 +55,10 @@ struct ScalarVec {
   static V div(V a, V b) { return a / b; }
   static V sqrt(V a) { return std::sqrt(a); }
   static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V min(V a, V b) { return a < b ? a : b; }
+  static V max(V a, V b) { return a > b ? a : b; }
+  static V round(V v) { return std::nearbyint(v); }
+  static V ldexp(V v, V n) { return std::ldexp(v, static_cast<int>(n)); }
   static T sum(V v) { return v; }
   static void accumulate(double* lanes, V v) { lanes[0] += static_cast<double>(v); }
   using Wide = double;
@@ -82,6 +93,13 @@ struct Avx2Vec<float> {
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V sqrt(V a) { return _mm256_sqrt_ps(a); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V v, V n) {
+    const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(v), e));
+  }
   static float sum(V v) {
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
@@ -118,6 +136,13 @@ struct Avx2Vec<double> {
   static V div(V a, V b) { return _mm256_div_pd(a, b); }
   static V sqrt(V a) { return _mm256_sqrt_pd(a); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V min(V a, V b) { return _mm256_min_pd(a, b); }
+  static V max(V a, V b) { return _mm256_max_pd(a, b); }
+  static V round(V v) { return _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V v, V n) {
+    const __m256i e = _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n)), 52);
+    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(v), e));
+  }
   static double sum(V v) { return avx2_sum(v); }
   static void accumulate(double* lanes, V v) { _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_loadu_pd(lanes), v)); }
   using Wide = __m256d;
@@ -147,6 +172,10 @@ struct Avx512Vec<float> {
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V sqrt(V a) { return _mm512_sqrt_ps(a); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V v, V n) { return _mm512_scalef_ps(v, n); }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
   static void accumulate(double* lanes, V v) {
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
@@ -180,6 +209,10 @@ struct Avx512Vec<double> {
   static V div(V a, V b) { return _mm512_div_pd(a, b); }
   static V sqrt(V a) { return _mm512_sqrt_pd(a); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V min(V a, V b) { return _mm512_min_pd(a, b); }
+  static V max(V a, V b) { return _mm512_max_pd(a, b); }
+  static V round(V v) { return _mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V v, V n) { return _mm512_scalef_pd(v, n); }
   static double sum(V v) { return _mm512_reduce_add_pd(v); }
   static void accumulate(double* lanes, V v) { _mm512_storeu_pd(lanes, _mm512_add_pd(_mm512_loadu_pd(lanes), v)); }
   using Wide = __m512d;
@@ -213,6 +246,12 @@ struct NeonVec<float> {
   static V div(V a, V b) { return vdivq_f32(a, b); }
   static V sqrt(V a) { return vsqrtq_f32(a); }
   static V fmadd(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V min(V a, V b) { return vminq_f32(a, b); }
+  static V max(V a, V b) { return vmaxq_f32(a, b); }
+  static V round(V v) { return vrndnq_f32(v); }
+  static V ldexp(V v, V n) {
+    return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(v), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
+  }
   // (v0 + v1) + (v2 + v3): two pairwise adds.
   static float sum(V v) { return vpadds_f32(vget_low_f32(vpaddq_f32(v, v))); }
   static void accumulate(double* lanes, V v) {
@@ -243,6 +282,12 @@ struct NeonVec<double> {
   static V div(V a, V b) { return vdivq_f64(a, b); }
   static V sqrt(V a) { return vsqrtq_f64(a); }
   static V fmadd(V a, V b, V c) { return vfmaq_f64(c, a, b); }
+  static V min(V a, V b) { return vminq_f64(a, b); }
+  static V max(V a, V b) { return vmaxq_f64(a, b); }
+  static V round(V v) { return vrndnq_f64(v); }
+  static V ldexp(V v, V n) {
+    return vreinterpretq_f64_s64(vaddq_s64(vreinterpretq_s64_f64(v), vshlq_n_s64(vcvtq_s64_f64(n), 52)));
+  }
   static double sum(V v) { return vpaddd_f64(v); }
   static void accumulate(double* lanes, V v) { vst1q_f64(lanes, vaddq_f64(vld1q_f64(lanes), v)); }
   using Wide = float64x2_t;
@@ -266,6 +311,35 @@ using NativeVec = NeonVec<T>;
 template <typename T>
 using NativeVec = ScalarVec<T>;
 #endif
+
+// exp(x) in every lane of a register of a vocabulary type W, within a few
+// units of rounding: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts,
+// so that n ln 2 is exact), e^r by its Taylor series to r^7 (float) or r^13
+// (double), whose first term left out is below half a unit of rounding, and
+// e^x = e^r 2^n by the exponent's bits. x is first clamped to where e^x and
+// the steps to it are normal numbers ([-86, 88] in float, [-708, 709] in
+// double), so e^x there is e^-86 or e^88 (the sigmoid saturates long before).
+template <typename W>
+inline typename W::V exp(typename W::V x) {
+  using T = typename W::Value;
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  constexpr int kTerms = kFloat ? 7 : 13;
+  // The bound first: x86's min and max return their second operand where one is NaN, so a NaN stays NaN.
+  x = W::min(W::set1(kFloat ? T(88) : T(709)), W::max(W::set1(kFloat ? T(-86) : T(-708)), x));
+  const auto n = W::round(W::mul(x, W::set1(T(1.4426950408889634))));
+  const T ln2_hi = kFloat ? T(0.693359375) : T(0.693147180369123816490);
+  const T ln2_lo = kFloat ? T(-2.12194440e-4) : T(1.90821492927058770002e-10);
+  const auto r = W::fmadd(n, W::set1(-ln2_lo), W::fmadd(n, W::set1(-ln2_hi), x));
+  static constexpr auto kCoefficients = [] {  // 1 / k!
+    std::array<T, kTerms + 1> c{};
+    c[0] = T(1);
+    for (int k = 1; k <= kTerms; ++k) c[k] = c[k - 1] / T(k);
+    return c;
+  }();
+  auto p = W::set1(kCoefficients[kTerms]);
+  for (int k = kTerms - 1; k >= 0; --k) p = W::fmadd(p, r, W::set1(kCoefficients[k]));
+  return W::ldexp(p, n);
+}
 
 }  // namespace
 }  // namespace pln::cpu::PLN_CPU_NS
