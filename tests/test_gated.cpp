@@ -139,6 +139,11 @@ TEST(GatedNormErrors, NameTheProblem) {
             std::string::npos);
   EXPECT_NE(message([&] { pln::functional::gated_norm(x, torch::Tensor(), opts); }).find("must be defined"),
             std::string::npos);
+  // No features at all (the kernels would divide by the width).
+  const auto empty = torch::randn({4, 0});
+  EXPECT_NE(message([&] { pln::functional::gated_norm(empty, empty, pln::GatedNormOptions(0, 1)); })
+                .find("the input has no features on its last axis"),
+            std::string::npos);
 }
 
 // The module: its parameters, the functional call it makes, the norm alone

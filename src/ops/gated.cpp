@@ -72,6 +72,8 @@ Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTens
   if (num_features <= kInputWidth) num_features = width;
   TORCH_CHECK(num_features == width, "pln::gated_norm: expected ", num_features,
               " features on the last axis, got ", width, " (input shape ", input.sym_sizes(), ")");
+  TORCH_CHECK(num_features > 0, "pln::gated_norm: the input has no features on its last axis (shape ",
+              input.sym_sizes(), "); a group needs at least one");
   TORCH_CHECK(num_per_group > 0 && num_features % num_per_group == 0, "pln::gated_norm: num_per_group (",
               num_per_group, ") must be a positive divisor of the number of features (", num_features, ")");
   TORCH_CHECK(eps >= 0 && std::isfinite(eps), "pln::gated_norm: eps must be finite and >= 0, got ", eps);
