@@ -60,7 +60,7 @@ __device__ void group_stats(const Params<A>& p, const S* x, const S* z, int64_t 
   if (active && p.centering) {
     for (int64_t i = lane; i < p.group; i += kLanes) sum += gated_value(p, x, z, off + i, a) - shift;
   }
-  sum = group_sum(sum, kLanes, 0xffffffffu);
+  sum = group_sum(sum, kLanes, subwarp_mask(kLanes));
   mu = p.centering ? shift + sum / A(p.group) : A(0);
   A squares = 0;
   if (active) {
@@ -69,7 +69,7 @@ __device__ void group_stats(const Params<A>& p, const S* x, const S* z, int64_t 
       squares += c * c;
     }
   }
-  squares = group_sum(squares, kLanes, 0xffffffffu);
+  squares = group_sum(squares, kLanes, subwarp_mask(kLanes));
   rstd = rsqrt_acc(squares / A(p.group) + p.eps);
 }
 
@@ -119,8 +119,8 @@ __global__ void gated_backward(Params<A> p, const S* __restrict__ dy, const S* _
         sums[1] += dn * n;
       }
     }
-    sums[0] = group_sum(sums[0], kLanes, 0xffffffffu);
-    sums[1] = group_sum(sums[1], kLanes, 0xffffffffu);
+    sums[0] = group_sum(sums[0], kLanes, subwarp_mask(kLanes));
+    sums[1] = group_sum(sums[1], kLanes, subwarp_mask(kLanes));
     if (!active) continue;
     const A mean_dn = p.centering ? sums[0] / A(p.group) : A(0), mean_dn_n = sums[1] / A(p.group);
     for (int64_t i = lane; i < p.group; i += kLanes) {
