@@ -8,12 +8,11 @@
 //   pln::gated_norm_backward  dx, dz, dweight, dbias from them
 //
 // CPU tensors run the fused kernels of src/cpu/gated_kernels.cpp (float16 and
-// bfloat16 on float32 copies, rounded once);
-// CUDA, where PLN_CUDA_KERNELS=1 in a build with CUDA, those of
-// src/cuda/gated.cu (every float dtype; cuda.cpp); every other device and
-// dtype the composite ATen formulation, computed in
-// float32 for float16 and bfloat16 inputs (as the models' own classes do) and
-// rounded once. Autograd runs the fused backward, and the composite gradient
+// bfloat16 on float32 copies, rounded once); CUDA tensors, where
+// PLN_CUDA_KERNELS=1 in a build with CUDA, those of src/cuda/gated.cu (every
+// float dtype; cuda.cpp); every other device the composite ATen formulation,
+// computed in float32 for float16 and bfloat16 inputs (as the models' own
+// classes do) and rounded once. Autograd runs the fused backward, and the composite gradient
 // formulas where a graph of the gradient is wanted (double backward). Under
 // autocast, tensors of mixed dtypes are computed in float32.
 
@@ -114,7 +113,8 @@ c10::TypedOperatorHandle<Fn> handle(const char* name) {
 }
 
 // Whether the fused kernels take the input: on the CPU every float dtype
-// (float16 and bfloat16 through float32 copies); on CUDA every float dtype, once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
+// (float16 and bfloat16 through float32 copies); on CUDA every float dtype,
+// once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
 bool fused(const at::Tensor& input) {
   const auto t = input.scalar_type();
   if (input.layout() != c10::kStrided) return false;
