@@ -61,26 +61,6 @@ void load_gate(const Shape& s, const typename V::Value* x, const typename V::Val
   });
 }
 
-// The statistics of one group's h: shift, shifted mean m and rstd, as forward_large_group takes them.
-template <typename V, bool kCenter>
-void statistics(const Shape& s, const typename V::Value* h, typename V::Value& shift, typename V::Value& m,
-                typename V::Value& r) {
-  using T = typename V::Value;
-  const int64_t g = s.group;
-  shift = kCenter ? h[0] : T(0);
-  m = T(0);
-  double sum[1];
-  if (kCenter) {
-    piecewise_sums<1>(g, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(h, shift, begin, end, out); },
-                      sum);
-    m = mean_of<T>(sum[0], g);
-  }
-  piecewise_sums<1>(g, [&](int64_t begin, int64_t end, double (&out)[1]) {
-    centred_squares<V, kCenter>(h, shift, m, begin, end, out);
-  }, sum);
-  r = rstd_of<T>(sum[0], g, s.eps);
-}
-
 template <typename T, bool kCenter>
 void forward_impl(const Shape& s, const T* x, const T* z, const T* w, const T* b, T* y, T* mean, T* rstd) {
   using V = NativeVec<T>;
@@ -93,7 +73,7 @@ void forward_impl(const Shape& s, const T* x, const T* z, const T* w, const T* b
         load_gate<V>(s, x + off, z + off, g, sg.data(), hs.data());
         const T* h = s.gate_before ? hs.data() : x + off;
         T shift, m, r;
-        statistics<V, kCenter>(s, h, shift, m, r);
+        group_statistics<V, kCenter>(h, g, s.eps, shift, m, r);
         write_normalised<V, kCenter>(h, y + off, 0, g, shift, m, r, w + k * g, b + k * g, nullptr, false);
         if (!s.gate_before) {
           for_each_register<V>(g, [&](auto w_, int64_t j) {
@@ -133,7 +113,7 @@ void backward_impl(const Shape& s, const T* dy, const T* x, const T* z, const T*
           load_gate<V>(s, x + off, z + off, g, sg.data(), hs.data());
           const T* h = s.gate_before ? hs.data() : x + off;
           T shift, m, r;
-          statistics<V, kCenter>(s, h, shift, m, r);
+          group_statistics<V, kCenter>(h, g, s.eps, shift, m, r);
           const T* wk = w + k * g;
           T* dw = rows.data() + k * g;
           T* db = rows.data() + C + k * g;

@@ -163,6 +163,26 @@ inline void write_normalised(const typename V::Value* x, typename V::Value* y, i
   });
 }
 
+// A whole group's statistics: its shift s (PLN: its first value), the mean m of
+// the shifted values and rstd, each sum taken piece by piece.
+template <typename V, bool kCenter>
+inline void group_statistics(const typename V::Value* x, int64_t G, double eps, typename V::Value& s,
+                             typename V::Value& m, typename V::Value& rstd) {
+  using T = typename V::Value;
+  s = kCenter ? x[0] : T(0);
+  m = T(0);
+  double sum[1];
+  if (kCenter) {
+    piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(x, s, begin, end, out); },
+                      sum);
+    m = mean_of<T>(sum[0], G);
+  }
+  piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) {
+    centred_squares<V, kCenter>(x, s, m, begin, end, out);
+  }, sum);
+  rstd = rstd_of<T>(sum[0], G, eps);
+}
+
 // The forward of one whole group: y from x, weight and bias of the same G
 // features; returns the saved mean and rstd through `mean`/`rstd`.
 // next: the group the task takes next (or null), fetched into the cache while
@@ -176,18 +196,8 @@ inline void forward_large_group(const typename V::Value* x, typename V::Value* y
                                 typename V::Value& mean, typename V::Value& rstd, double eps,
                                 const typename V::Value* next, bool stream) {
   using T = typename V::Value;
-  const T s = kCenter ? x[0] : T(0);
-  T m = T(0);
-  double sum[1];
-  if (kCenter) {
-    piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(x, s, begin, end, out); },
-                      sum);
-    m = mean_of<T>(sum[0], G);
-  }
-  piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) {
-    centred_squares<V, kCenter>(x, s, m, begin, end, out);
-  }, sum);
-  const T r = rstd_of<T>(sum[0], G, eps);
+  T s, m, r;
+  group_statistics<V, kCenter>(x, G, eps, s, m, r);
   write_normalised<V, kCenter>(x, y, 0, G, s, m, r, w, b, next, stream);
   mean = kCenter ? s + m : T(0);
   rstd = r;
