@@ -66,7 +66,7 @@ test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 # Left out: the Python suites and the installed copy (LibTorch and Python are
 # not instrumented), the benchmarks, cli_validate (its unit-test binary runs
 # as sanitize_experiment_tests), slurm_cluster (Slurm's daemons, not our code) and
-# results_rerun_bit_for_bit (an -O1 build need not give -O3's last bits).
+# results_rerun_matches_records (an -O1 build need not give -O3's last bits).
 SANITIZE_BUILD_DIR ?= build-sanitize
 SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|slurm_|results_|cli_validate$$)
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \

@@ -13,6 +13,7 @@
 // --only few times a few rows of one large group instead (the split groups).
 //
 //   pln_bench_groups [--reps N] [--threads 1,2] [--quick] [--csv FILE] [--only nc|nchw|few]
+//                    [--groups 8,16]
 
 #include <pln/pln.h>
 #include <torch/torch.h>
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string csv_path, only;
   std::vector<int> threads = {1, 2};
+  std::vector<int64_t> groups;
   CLI::App app{"Parallel LN across group sizes against layer_norm and a copy"};
   app.add_option("--reps", reps, "runs at least, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--threads", threads, "thread counts to time")
@@ -108,6 +110,8 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv_path, "also write every time to this CSV file");
   app.add_option("--only", only, "one layout (nc or nchw), or few: a few rows of one large group")
       ->check(CLI::IsMember({"nc", "nchw", "few"}));
+  app.add_option("--groups", groups, "time these group sizes only (of the sweep's)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
   std::ofstream csv;
@@ -128,6 +132,7 @@ int main(int argc, char** argv) {
              "f/LN", "fb/cp", "fb/LN");
   for (const Case& c : only == "few" ? few_rows() : cases(quick)) {
     if (!only.empty() && only != "few" && c.layout != only) continue;
+    if (!groups.empty() && std::find(groups.begin(), groups.end(), c.g) == groups.end()) continue;
     torch::manual_seed(0);
     const bool nchw = c.layout == "nchw";
     const std::vector<int64_t> sizes = nchw ? std::vector<int64_t>{c.rows, c.width, 8, 8}

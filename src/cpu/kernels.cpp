@@ -30,7 +30,9 @@
 // contiguous position axis with all g rows of a group in step, and the
 // features-last kernels take eight float (four double) groups at a time and
 // reduce them together with one horizontal-add tree (sixteen float groups of 8
-// with AVX-512); other small sizes take scalar loops. Large groups take SIMD
+// with AVX-512), as they do features-last float groups of 24 to 64 in rows of
+// whole blocks of eight (register_groups); other small sizes take scalar
+// loops. Large groups take SIMD
 // within the group, blocked sums widened to double and two passes for the
 // statistics (large_groups.h), so that their error does not grow with g; a
 // task then holds whole groups, not whole rows, or, where a few groups of
@@ -54,11 +56,12 @@
 //   rstd  = 1 / sqrt(mean_j(xc_j^2) + eps)
 //   y_j   = xc_j * (rstd * weight_j) + bias_j
 //   saved: mean = s + m, rstd                    (PLS: mean = 0)
-// The scalar kernels take mean_j(xc_j^2) in a second pass over xc. The SIMD
-// statistics (but stats_quads_avx2's, two passes as the scalar kernels) are one
-// pass over d_j = x_j - s: mean_j(xc_j^2) = mean_j(d_j^2) - m^2 (clamped at 0),
-// which the shift keeps free of cancellation; the SIMD output
-// is fmadd(xc_j, rstd * weight_j, bias_j) (forward_chunk_avx2) or
+// Every kernel takes mean_j(xc_j^2) in a second pass over xc: one pass,
+// mean_j(d_j^2) - m^2 with d_j = x_j - s, is one sum fewer but loses bits as
+// (m / std)^2 grows (the small-group kernels' statistics were one pass, at
+// up to four times ATen's error features last and nine times NCHW, g = 16 on
+// relu(randn): bench/results/2026-12-05-intel-xeon-groups.md). The SIMD output is
+// fmadd(xc_j, rstd * weight_j, bias_j) (forward_chunk_avx2) or
 // fmadd(xc_j * rstd, weight_j, bias_j) (the features-last kernels), one rounding
 // fewer than the scalar kernels' multiply and add.
 //
@@ -103,15 +106,17 @@ namespace {
 constexpr int64_t kGrainElements = 1 << 15;
 
 // The group size from which a group is normalised with SIMD within the group
-// (large_groups.h), in every layout. Below it, the kernels that hold several
-// groups in a register sum at most 16 values a group in one pass and stay
-// within four times ATen's error; from 17 on one pass loses more
-// (tests/test_accuracy.cpp: g = 24 to 64 failed twice ATen's), so larger
-// groups take the two-pass kernels even where the one-pass ones were faster
-// (g = 32: bench/results/2026-12-04-amd-epyc-zen4-groups.md).
+// (large_groups.h), in every layout, but for the register groups below.
+// Smaller groups take the kernels that hold several groups in a register, and
+// scalar loops for the sizes those do not cover; from 17 on a group spans two
+// registers, and a size that is not a whole number of them would be left to
+// the scalar loops.
 constexpr int64_t kLargeGroup = 17;
 
 bool large_group(int64_t G) { return G >= kLargeGroup; }
+
+// The largest of the register groups (register_groups).
+constexpr int64_t kMaxRegisterGroup = 64;
 
 // Rows of dweight/dbias partial sums kept in T before they are added to the
 // double sums: float sums of more rows would lose digits as the batch grows.
@@ -190,6 +195,18 @@ int64_t backward_row_octets(const T*, const T*, int64_t, int64_t, const T*, cons
 #endif  // PLN_HAVE_AVX512
 
 #if PLN_HAVE_AVX2
+// Features-last float groups of 3 to 8 whole registers (24 to 64 features) in
+// rows of whole blocks of eight groups: the kernels that hold several groups
+// in a register take them, which time below the kernels within a group (one
+// thread, model widths, AVX2 and AVX-512: g = 32 forward 0.49-0.96 of their
+// time, g = 64 0.72-0.92; g = 128 no faster;
+// bench/results/2026-12-05-intel-xeon-groups.md).
+// A row with a part block would leave that part to the scalar loops.
+template <typename T>
+bool register_groups(int64_t G, int64_t NG) {
+  return std::is_same_v<T, float> && G >= kLargeGroup && G <= kMaxRegisterGroup && G % 8 == 0 && NG % 8 == 0;
+}
+
 // Groups [k, ...) of one row through the AVX2 kernels: float groups of 4 (eight
 // at a time), and groups of a whole number of registers (one register's worth
 // of groups at a time). Returns the first group they leave to the scalar loops.
@@ -214,7 +231,11 @@ int64_t forward_row_simd(int64_t k, const T* x, T* y, int64_t NG, int64_t G, con
     const auto row = [&](auto v_const) {
       constexpr int kV = decltype(v_const)::value;
       for (; k + kL <= NG; k += kL) {
-        stats_groups_avx2<T, kCenter, kV>(x + k * G, shifted + k, rstd + k, V, eps);
+        if constexpr (std::is_same_v<T, float> && kV == 1) {
+          stats_octets_avx2<kCenter>(x + k * G, shifted + k, rstd + k, eps);
+        } else {
+          stats_groups_avx2<T, kCenter, kV>(x + k * G, shifted + k, rstd + k, V, eps);
+        }
       }
       T* const mean_k0 = save_stats ? mean + k0 : nullptr;
       (stream ? apply_groups_avx2<T, kCenter, kV, true> : apply_groups_avx2<T, kCenter, kV, false>)(
@@ -287,6 +308,10 @@ bool backward_chunk_simd(const T* dy, const T* x, int64_t stride, int64_t n, int
 // Orders a task's non-temporal stores before the join.
 inline void store_fence() { _mm_sfence(); }
 #else
+template <typename T>
+bool register_groups(int64_t, int64_t) {
+  return false;
+}
 template <typename T, bool kCenter>
 int64_t forward_row_simd(int64_t k, const T*, T*, int64_t, int64_t, const T*, const T*, T*, T*, T*, T, bool,
                          bool) {
@@ -574,7 +599,9 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (splits_groups(g, false)) return forward_split_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
-  if (large_group(g.group)) return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (large_group(g.group) && !register_groups<T>(g.group, g.num_groups())) {
+    return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  }
   forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
 }
 
@@ -629,19 +656,17 @@ void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
 }
 
 // Features last: tasks of whole rows (small groups) or whole groups (large
-// ones); dweight/dbias summed in T over at most kParamGradRows rows (large
-// groups) or a task's rows (small ones), then in double.
+// ones); dweight/dbias summed in T over at most kParamGradRows rows, then in
+// double.
 template <typename T, bool kCenter>
 void backward_features_last(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
                             T* dx, ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels;
   using V = NativeVec<T>;
-  const bool large = large_group(G), mid = mid_size_group<V>(G);
+  const bool large = large_group(G) && !register_groups<T>(G, NG), mid = mid_size_group<V>(G);
   // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
   const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
-  // Small groups add a task's rows up in T before the double sums, as they
-  // always have: the shipped records' runs are reproduced bit for bit.
-  const int64_t flush_every = large ? kParamGradRows * NG : units;
+  const int64_t flush_every = large ? kParamGradRows * NG : kParamGradRows;
   const bool stream = kStreams && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
                       streams_output(dx, C, g.numel(), 64);
   at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {

@@ -1,13 +1,19 @@
 #!/bin/bash
-# Re-running shipped cells gives their shipped metrics bit for bit: four cells
-# of results/fourier-paper (the cheapest PLN(4), LN and ReLU cells, and the
+# Re-running shipped cells gives their shipped metrics: four cells of
+# results/fourier-paper (the cheapest PLN(4), LN and ReLU cells, and the
 # cheapest PLN(8) cell of 16 or more groups, which the AVX-512 kernels for
-# groups of 8 take forward and backward), with
-# the threads the grid ran with. LN (one group of all the layer's features)
-# runs on the large-group kernels, which since commit 5fe6a8d sum in blocks
-# widened to double where the records' run summed in sequence: its metrics
-# must agree to 1e-5 relative, not to the bit. Skipped (exit 77), saying why, on a machine or
-# build whose kernels or BLAS differ from the ones that made the records.
+# groups of 8 take forward and backward), with the threads the grid ran with.
+# ReLU reruns bit for bit. The kernels of the normalised cells changed their
+# float rounding after the records were made, so their metrics are checked
+# to a tolerance: LN's to 1e-5 relative (its large-group kernels sum in
+# blocks widened to double since commit 5fe6a8d, where the records' run
+# summed in sequence), PLN(4)'s and PLN(8)'s to 1e-2 (their dweight and dbias
+# go to double every 16 rows rather than every task's rows, and PLN(8)'s
+# statistics are two passes rather than one: a last-bit change in every
+# step, which 10,000 steps of training carry to about 1e-3 of the metrics;
+# the seeds 0-4 of the PLN(4) cell span 0.007-0.020 in rel_l2). Skipped (exit
+# 77), saying why, on a machine or build whose kernels or BLAS differ from the
+# ones that made the records.
 set -euo pipefail
 pln="$1"
 results="$2/results/fourier-paper"
@@ -52,12 +58,12 @@ PY
 import csv, json, sys
 row = next(r for r in csv.DictReader(open(sys.argv[1])) if r["cell"] == sys.argv[2])
 summary = json.load(open(sys.argv[3]))
-close = row["model"] == "LN"
+tolerance = {"LN": 1e-5, "PLN(4)": 1e-2, "PLN(8)": 1e-2}.get(row["model"], 0.0)
 for metric in ("rel_l2", "max_err", "final_loss"):
     recorded, now = float(row[metric]), summary[metric]
-    if now != recorded and not (close and abs(now - recorded) <= 1e-5 * abs(recorded)):
+    if abs(now - recorded) > tolerance * abs(recorded):
         sys.exit(f"{sys.argv[2]}: {metric} is {now!r} now, {row[metric]} in the records")
 print(f"{sys.argv[2]}: rel_l2, max_err and final_loss equal the records "
-      + ("to 1e-5 relative" if close else "bit for bit"))
+      + (f"to {tolerance:g} relative" if tolerance else "bit for bit"))
 PY
 done

@@ -138,13 +138,13 @@ inline void backward_quads_avx2(const float* dy, const float* x, const float* me
 }
 
 // Mean and 1/std of kLanes consecutive groups of G = kLanes * V contiguous
-// features (kV = 0: V at run time), in one pass over values shifted by their
-// group's first value: the shift also removes the cancellation of E[x^2] -
-// E[x]^2. `shifted` gets the mean of the shifted values, which the output
-// pass subtracts after the shift; the true mean is completed there.
-// Transposing sums cost shuffles, the scarce resource here, so a group of
-// one register (V = 1) shares them between both sums. Scalar twin: the
-// statistics of forward_groups, in one pass (mean(d^2) - m^2).
+// features (kV = 0: V at run time), from values shifted by their group's first
+// value, in two passes: the mean of the shifted values, then the mean square
+// about it. One pass (mean(d^2) - m^2) needs one transposing sum fewer but
+// loses bits as (m / std)^2 grows: up to about four times ATen's error at g = 8
+// and 16. `shifted` gets the mean of the shifted values,
+// which the output pass subtracts after the shift; the true mean is completed
+// there. Scalar twin: the statistics of forward_groups.
 template <typename T, bool kCenter, int kV>
 inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T eps) {
   using L = Lanes<T>;
@@ -153,38 +153,62 @@ inline void stats_groups_avx2(const T* x, T* shifted, T* rstd, int64_t V_rt, T e
   const int64_t V = kV ? kV : V_rt;
   const int64_t G = kL * V;
   const Vec inv_g = L::set1(T(1) / T(G));
-  Vec first[kL], sum, sumsq;
-#pragma GCC unroll 8
-  for (int l = 0; l < kL; ++l) first[l] = L::load(x + l * G);
-  if (kV == 1) {
-    Vec d[kL];
-#pragma GCC unroll 8
-    for (int l = 0; l < kL; ++l) {
-      d[l] = kCenter ? L::sub(first[l], L::bcast(x + l * G)) : first[l];
-    }
-    transpose_sum2<L>(d, sum, sumsq);
-  } else {
-    Vec s1[kL], s2[kL];
+  const auto shifted_value = [&](int l, int64_t v) {
+    const Vec xv = L::load(x + l * G + kL * v);
+    return kCenter ? L::sub(xv, L::bcast(x + l * G)) : xv;
+  };
+  Vec m_shifted = L::zero();
+  if (kCenter) {
+    Vec s1[kL];
 #pragma GCC unroll 8
     for (int l = 0; l < kL; ++l) {
-      const Vec shift_l = kCenter ? L::bcast(x + l * G) : L::zero();
-      Vec a = L::zero(), q = L::zero();
-      for (int64_t v = 0; v < V; ++v) {
-        const Vec d = L::sub(v == 0 ? first[l] : L::load(x + l * G + kL * v), shift_l);
-        a = L::add(a, d);
-        q = L::fmadd(d, d, q);
-      }
+      Vec a = shifted_value(l, 0);
+      for (int64_t v = 1; v < V; ++v) a = L::add(a, shifted_value(l, v));
       s1[l] = a;
-      s2[l] = q;
     }
-    sum = transpose_sum<L>(s1);
-    sumsq = transpose_sum<L>(s2);
+    m_shifted = L::mul(transpose_sum<L>(s1), inv_g);
   }
-  const Vec m_shifted = L::mul(sum, inv_g);
-  Vec var = L::mul(sumsq, inv_g);
-  if (kCenter) var = L::max(L::fnmadd(m_shifted, m_shifted, var), L::zero());
-  L::store(shifted, kCenter ? m_shifted : L::zero());
+  L::store(shifted, m_shifted);
+  Vec s2[kL];
+#pragma GCC unroll 8
+  for (int l = 0; l < kL; ++l) {
+    const Vec m_l = L::bcast(shifted + l);
+    Vec q = L::zero();
+    for (int64_t v = 0; v < V; ++v) {
+      const Vec c = kCenter ? L::sub(shifted_value(l, v), m_l) : shifted_value(l, v);
+      q = L::fmadd(c, c, q);
+    }
+    s2[l] = q;
+  }
+  const Vec var = L::mul(transpose_sum<L>(s2), inv_g);
   L::store(rstd, L::rsqrt(L::add(var, L::set1(eps))));
+}
+
+// Mean and 1/std of eight float groups of 8, two passes as stats_groups_avx2 but
+// transposed first (register j holding feature j of every group), so that
+// both sums are vertical, in trees: fewer shuffles than two transposing sums
+// and no broadcast of the means between them. Scalar twin: the statistics of
+// forward_groups<float, kCenter, 8>.
+template <bool kCenter>
+inline void stats_octets_avx2(const float* x, float* shifted, float* rstd, float eps) {
+  __m256 t[8];
+  transpose8(x, t);
+  const __m256 inv_g = _mm256_set1_ps(0.125f);
+  __m256 m = _mm256_setzero_ps();
+  if (kCenter) {
+    for (int j = 1; j < 8; ++j) t[j] = _mm256_sub_ps(t[j], t[0]);
+    t[0] = _mm256_setzero_ps();
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[1], t[2]), _mm256_add_ps(t[3], t[4])),
+                                   _mm256_add_ps(_mm256_add_ps(t[5], t[6]), t[7]));
+    m = _mm256_mul_ps(s, inv_g);
+    for (int j = 0; j < 8; ++j) t[j] = _mm256_sub_ps(t[j], m);
+  }
+  __m256 q[4];
+  for (int i = 0; i < 4; ++i) q[i] = _mm256_fmadd_ps(t[2 * i], t[2 * i], _mm256_mul_ps(t[2 * i + 1], t[2 * i + 1]));
+  const __m256 sumsq = _mm256_add_ps(_mm256_add_ps(q[0], q[1]), _mm256_add_ps(q[2], q[3]));
+  _mm256_storeu_ps(shifted, m);
+  _mm256_storeu_ps(rstd, _mm256_div_ps(_mm256_set1_ps(1.f),
+                                       _mm256_sqrt_ps(_mm256_fmadd_ps(sumsq, inv_g, _mm256_set1_ps(eps)))));
 }
 
 // The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:

@@ -40,53 +40,61 @@ inline __m512 spread_octets(__m512 v, int lo, int hi) {
 // time, register e holding groups 2e and 2e + 1. The statistics come out of
 // the reduction tree in "tree order", lane p holding group 2 (p % 8) + (p >= 8),
 // so the group of lane p sits in lane p of register p % 8: the shifts (one
-// value per group, against cancellation as in stats_groups_avx2) are a blend.
+// value per group, against cancellation as in stats_groups_avx2) are a blend,
+// and spread_octets(stat, e, e + 8) lays a statistic over register e's groups.
 // A 512-bit shuffle does twice the work of a 256-bit one at the same cost
 // here, so this beats the AVX2 path even before the pipelining below
 // (measurements: bench/results/cpu-kernel-notes.md). A block is
 // its statistics (octet_stats), then its output (octet_apply). Scalar twin:
-// forward_groups<float, kCenter, 8>, with the statistics in one pass
-// (mean(d^2) - m^2) and y = fmadd(fmadd(d, rstd, -m_shifted * rstd), w, b).
+// forward_groups<float, kCenter, 8>: the statistics in two passes (the mean,
+// then the mean square about it, as stats_groups_avx2 and for its reason) and
+// y = fmadd(xc * rstd, w, b).
 struct OctetBlock {
-  __m512 d[8];        // x - shift
-  __m512 rs, neg_mr;  // rstd and -m_shifted * rstd, in tree order
+  __m512 c[8];  // x less its group's mean (kCenter), or x
+  __m512 rs;    // rstd, in tree order
 };
+
+// Lane p (tree order): the sum of the lanes of group 2 (p % 8) + (p >= 8) of
+// f(v[0..7]), f applied lane by lane to the first level's unpacked pairs.
+template <typename F>
+inline __m512 octet_sum_of(const __m512 v[8], F f) {
+  __m512 q[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    q[i] = f(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  }
+  return octet_sums(q);
+}
 
 template <bool kCenter, bool kSaveStats>
 inline OctetBlock octet_stats_avx512(const float* x, float* mean, float* rstd, float eps) {
   OctetBlock blk;
-  __m512 r[8];
-  __m512* d = blk.d;
+  __m512* c = blk.c;
   __m512 shift = _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
-    r[e] = _mm512_loadu_ps(x + 16 * e);
+    const __m512 r = _mm512_loadu_ps(x + 16 * e);
     if (kCenter) {
       // [x[16e + e] x 8 | x[16e + 8 + e] x 8]: one value of each of the register's
       // groups (a shuffle here beat two broadcast loads; see the notes below)
-      const __m512 s = spread_octets(r[e], e, e + 8);
-      d[e] = _mm512_sub_ps(r[e], s);
+      c[e] = _mm512_sub_ps(r, spread_octets(r, e, e + 8));
       const __mmask16 lanes_of_e = __mmask16((1u << e) | (1u << (e + 8)));
-      shift = e == 0 ? r[0] : _mm512_mask_blend_ps(lanes_of_e, shift, r[e]);
+      shift = e == 0 ? r : _mm512_mask_blend_ps(lanes_of_e, shift, r);
     } else {
-      d[e] = r[e];
+      c[e] = r;
     }
   }
-  // Level 1 (shared by both sums: squaring commutes with the unpacks), then octet_sums.
-  __m512 s1[4], q1[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const __m512 lo = _mm512_unpacklo_ps(d[2 * i], d[2 * i + 1]);
-    const __m512 hi = _mm512_unpackhi_ps(d[2 * i], d[2 * i + 1]);
-    s1[i] = _mm512_add_ps(lo, hi);
-    q1[i] = _mm512_fmadd_ps(lo, lo, _mm512_mul_ps(hi, hi));
-  }
   const __m512 eighth = _mm512_set1_ps(0.125f);
-  const __m512 m_shifted = _mm512_mul_ps(octet_sums(s1), eighth);
-  __m512 var = _mm512_mul_ps(octet_sums(q1), eighth);
+  __m512 m_shifted = _mm512_setzero_ps();
   if (kCenter) {
-    var = _mm512_max_ps(_mm512_fnmadd_ps(m_shifted, m_shifted, var), _mm512_setzero_ps());
+    m_shifted = _mm512_mul_ps(octet_sum_of(c, [](__m512 lo, __m512 hi) { return _mm512_add_ps(lo, hi); }),
+                              eighth);
+#pragma GCC unroll 8
+    for (int e = 0; e < 8; ++e) c[e] = _mm512_sub_ps(c[e], spread_octets(m_shifted, e, e + 8));
   }
+  const __m512 var = _mm512_mul_ps(
+      octet_sum_of(c, [](__m512 lo, __m512 hi) { return _mm512_fmadd_ps(lo, lo, _mm512_mul_ps(hi, hi)); }),
+      eighth);
   const __m512 rs = _mm512_div_ps(_mm512_set1_ps(1.0f),
                                   _mm512_sqrt_ps(_mm512_add_ps(var, _mm512_set1_ps(eps))));
   if (kSaveStats) {
@@ -97,20 +105,15 @@ inline OctetBlock octet_stats_avx512(const float* x, float* mean, float* rstd, f
     _mm512_storeu_ps(rstd, _mm512_permutexvar_ps(to_groups, rs));
   }
   blk.rs = rs;
-  blk.neg_mr = kCenter ? _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), m_shifted), rs)
-                       : _mm512_setzero_ps();
   return blk;
 }
 
-// y = ((x - shift) * rstd - m_shifted * rstd) * w + b, with rstd and
-// -m_shifted * rstd spread over each group's lanes.
+// y = xc * rstd * w + b, with rstd spread over each group's lanes.
 template <bool kStream>
 inline void octet_apply_avx512(const OctetBlock& blk, float* y, const float* w, const float* b) {
-  const __m512* d = blk.d;
-  const __m512 rs = blk.rs, neg_mr = blk.neg_mr;
 #pragma GCC unroll 8
   for (int e = 0; e < 8; ++e) {
-    const __m512 xn = _mm512_fmadd_ps(d[e], spread_octets(rs, e, e + 8), spread_octets(neg_mr, e, e + 8));
+    const __m512 xn = _mm512_mul_ps(blk.c[e], spread_octets(blk.rs, e, e + 8));
     const __m512 out = _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + 16 * e), _mm512_loadu_ps(b + 16 * e));
     if (kStream) {
       _mm512_stream_ps(y + 16 * e, out);
@@ -158,10 +161,8 @@ inline __m512 lanes_of_octets(const float* v, int e) {
 // then dx, dw and db from them (octet_grad_apply). The arithmetic is
 // backward_groups_avx2<float, kCenter, 1>'s operation for operation (the same
 // sums in the same order, the same fused operations, dy * w - a among them),
-// so both give the same bits: a row mixes them, and records made before this
-// kernel existed rerun to the same bits (results_rerun_bit_for_bit). Twice
-// the groups a shuffle: faster than the AVX2 path. Scalar twin:
-// backward_groups<float, kCenter, 8>.
+// so both give the same bits: a row mixes them. Twice the groups a shuffle:
+// faster than the AVX2 path. Scalar twin: backward_groups<float, kCenter, 8>.
 struct OctetGradBlock {
   __m512 d[8];          // x - mean
   __m512 mean_d, c, a;  // tree order

@@ -91,25 +91,9 @@ inline typename L::V transpose_sum(const typename L::V* v) {
   return L::finish_transpose_sum(q);
 }
 
-// Lane l: the sum and the sum of squares of the lanes of d[l] (scalar twin:
-// forward_groups' sums). The first transpose step is shared: squaring commutes
-// with the shuffles.
-template <typename L>
-inline void transpose_sum2(const typename L::V* d, typename L::V& sum, typename L::V& sumsq) {
-  typename L::V q1[L::kLanes / 2], q2[L::kLanes / 2];
-  for (int i = 0; i < L::kLanes / 2; ++i) {
-    const typename L::V lo = L::unpacklo(d[2 * i], d[2 * i + 1]);
-    const typename L::V hi = L::unpackhi(d[2 * i], d[2 * i + 1]);
-    q1[i] = L::add(lo, hi);
-    q2[i] = L::fmadd(lo, lo, L::mul(hi, hi));
-  }
-  sum = L::finish_transpose_sum(q1);
-  sumsq = L::finish_transpose_sum(q2);
-}
-
 // Lane l: the sums of the lanes of g[l], of d[l] and of g[l] * d[l] (scalar
 // twin: backward_groups' sums a, b, c); the first transpose step of the
-// products is shared as in transpose_sum2.
+// products is shared: multiplying lane by lane commutes with the shuffles.
 template <typename L>
 inline void transpose_sum3(const typename L::V* g, const typename L::V* d, typename L::V& sum_g,
                            typename L::V& sum_d, typename L::V& sum_gd) {
@@ -124,6 +108,27 @@ inline void transpose_sum3(const typename L::V* g, const typename L::V* d, typen
   sum_g = L::finish_transpose_sum(q1);
   sum_d = L::finish_transpose_sum(q2);
   sum_gd = L::finish_transpose_sum(q3);
+}
+
+// Register j: float j of each of the eight groups of 8 at p (lane l: group l).
+inline void transpose8(const float* p, __m256 t[8]) {
+  __m256 r[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(p + 8 * i);
+  for (int i = 0; i < 4; ++i) {
+    u[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    u[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256 a = u[4 * i + h], b = u[4 * i + 2 + h];
+      r[4 * i + 2 * h] = _mm256_shuffle_ps(a, b, 0x44);
+      r[4 * i + 2 * h + 1] = _mm256_shuffle_ps(a, b, 0xEE);
+    }
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x20);
+    t[4 + j] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x31);
+  }
 }
 
 // Float groups of 4 features are half a register, so eight of them (32

@@ -74,8 +74,8 @@ inline NextChunk next_chunk(int64_t i0, int64_t I, int64_t G, bool more_slabs) {
 }
 
 // Scalar twin: forward_chunk (which also takes the positions past the last
-// multiple of 8). Eight float positions at a time, the statistics in one pass
-// (mean(d^2) - m^2, see the forward's formula in cpu/kernels.cpp).
+// multiple of 8). Eight float positions at a time, the statistics in two
+// passes as there (one, mean(d^2) - m^2, lost up to nine times ATen's error).
 // kStream: y rows are 32-byte aligned and the output is too large to stay in
 // cache, so it is written with non-temporal stores (no read-for-ownership).
 template <bool kCenter, bool kStream>
@@ -84,47 +84,39 @@ void forward_chunk_avx2(const float* x, float* y, int64_t stride, int64_t n, int
                         NextChunk next) {
   const int64_t nv = n / 8 * 8;
   if (nv > 0) {
-    // Centered statistics from values shifted by the group's first row, in
-    // one pass: the shift also removes the cancellation of E[x^2] - E[x]^2.
-    // s1 ends as m, the mean of the shifted values (see forward_chunk).
+    // s1: m, the mean of the values shifted by the group's first row; s2: the
+    // sum of the squares of the centred values (x_j - x_0) - m.
     alignas(32) float s1[kChunk], s2[kChunk];
+    const __m256 zero = _mm256_setzero_ps();
     for (int64_t i = 0; i < nv; i += 8) {
-      _mm256_store_ps(s1 + i, _mm256_setzero_ps());
-      if (kCenter) {
-        _mm256_store_ps(s2 + i, _mm256_setzero_ps());
-      } else {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        _mm256_store_ps(s2 + i, _mm256_mul_ps(v, v));
-      }
-    }
-    for (int64_t j = 1; j < G; ++j) {
-      const float* xj = x + j * stride;
-      for (int64_t i = 0; i < nv; i += 8) {
-        if (kCenter) {
-          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(x + i));
-          _mm256_store_ps(s1 + i, _mm256_add_ps(_mm256_load_ps(s1 + i), d));
-          _mm256_store_ps(s2 + i, _mm256_fmadd_ps(d, d, _mm256_load_ps(s2 + i)));
-        } else {
-          const __m256 v = _mm256_loadu_ps(xj + i);
-          _mm256_store_ps(s2 + i, _mm256_fmadd_ps(v, v, _mm256_load_ps(s2 + i)));
-        }
-      }
+      _mm256_store_ps(s1 + i, zero);
+      _mm256_store_ps(s2 + i, zero);
     }
     const __m256 inv_g = _mm256_set1_ps(1.f / float(G));
-    const __m256 veps = _mm256_set1_ps(eps), one = _mm256_set1_ps(1.f), zero = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nv; i += 8) {
-      __m256 mu = zero, var;
-      if (kCenter) {
-        const __m256 m = _mm256_mul_ps(_mm256_load_ps(s1 + i), inv_g);
-        var = _mm256_fnmadd_ps(m, m, _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g));
-        var = _mm256_max_ps(var, zero);
-        mu = _mm256_add_ps(m, _mm256_loadu_ps(x + i));
-        _mm256_store_ps(s1 + i, m);
-      } else {
-        var = _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g);
+    if (kCenter) {
+      for (int64_t j = 1; j < G; ++j) {
+        const float* xj = x + j * stride;
+        for (int64_t i = 0; i < nv; i += 8) {
+          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xj + i), _mm256_loadu_ps(x + i));
+          _mm256_store_ps(s1 + i, _mm256_add_ps(_mm256_load_ps(s1 + i), d));
+        }
       }
+      for (int64_t i = 0; i < nv; i += 8) _mm256_store_ps(s1 + i, _mm256_mul_ps(_mm256_load_ps(s1 + i), inv_g));
+    }
+    for (int64_t j = 0; j < G; ++j) {
+      const float* xj = x + j * stride;
+      for (int64_t i = 0; i < nv; i += 8) {
+        const __m256 xj_i = _mm256_loadu_ps(xj + i);
+        const __m256 c =
+            kCenter ? _mm256_sub_ps(_mm256_sub_ps(xj_i, _mm256_loadu_ps(x + i)), _mm256_load_ps(s1 + i)) : xj_i;
+        _mm256_store_ps(s2 + i, _mm256_fmadd_ps(c, c, _mm256_load_ps(s2 + i)));
+      }
+    }
+    const __m256 veps = _mm256_set1_ps(eps), one = _mm256_set1_ps(1.f);
+    for (int64_t i = 0; i < nv; i += 8) {
+      const __m256 var = _mm256_mul_ps(_mm256_load_ps(s2 + i), inv_g);
       const __m256 r = _mm256_div_ps(one, _mm256_sqrt_ps(_mm256_add_ps(var, veps)));
-      _mm256_storeu_ps(mean + i, mu);
+      _mm256_storeu_ps(mean + i, kCenter ? _mm256_add_ps(_mm256_load_ps(s1 + i), _mm256_loadu_ps(x + i)) : zero);
       _mm256_storeu_ps(rstd + i, r);
     }
     for (int64_t j = 0; j < G; ++j) {
