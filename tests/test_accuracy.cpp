@@ -48,7 +48,7 @@ std::vector<AccuracyCase> accuracy_cases() {
   }
   // Rows of whole blocks of eight groups of 40 and 64 (the register groups).
   for (int64_t g : {40, 64}) out.push_back({Layout::kNC, g, 16});
-  for (int64_t g : {3, 4, 8, 16, 64, 768, 4096}) out.push_back({Layout::kNCHW, g, 2});
+  for (int64_t g : {1, 3, 4, 8, 16, 64, 768, 4096}) out.push_back({Layout::kNCHW, g, 2});
   return out;
 }
 

@@ -104,6 +104,8 @@ namespace {
 // Work per parallel task, in elements: about 128 KiB of float input, so that a
 // task's time dwarfs the thread pool's hand-over (a few microseconds).
 constexpr int64_t kGrainElements = 1 << 15;
+// The same for a fill, which takes far less time a value.
+constexpr int64_t kFillGrain = 1 << 22;
 
 // The group size from which a group is normalised with SIMD within the group
 // (large_groups.h), in every layout, but for the register groups below.
@@ -805,7 +807,12 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
 template <typename T>
 void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPartials& partials) {
   const int64_t C = g.channels, I = g.inner;
-  if (dx) std::fill(dx, dx + g.numel(), T(0));
+  // dx in a few large pieces, whose fills the C library writes around the cache.
+  if (dx) {
+    at::parallel_for(0, g.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
+      std::fill(dx + begin, dx + end, T(0));
+    });
+  }
   if (!partials.wanted) return;
   at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
     double* db = partials.dbias();
@@ -815,8 +822,16 @@ void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPart
         for (int64_t c = 0; c < C; ++c) db[c] += static_cast<double>(dy_o[c]);
         continue;
       }
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t i = 0; i < I; ++i) db[c] += static_cast<double>(dy_o[c * I + i]);
+      // A plane in blocked sums: a sequential double sum waits an add's latency a value.
+      for (int64_t c = 0; c < C; ++c) {
+        const T* plane = dy_o + c * I;
+        double sum[1];
+        blocked_sums<NativeVec<T>, 1>(0, I, [&](auto w_, int64_t i, auto* acc) {
+          using W = decltype(w_);
+          acc[0] = W::add(acc[0], W::load(plane + i));
+        }, sum);
+        db[c] += sum[0];
+      }
     }
   });
 }
