@@ -35,10 +35,12 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 
+from .functional import FIXED_LAYOUTS
+
 __all__ = ["register", "registered", "local_groups", "FEATURE_AXIS", "FeatureSharded"]
 
 #: The feature axis of each of the operators' layouts.
-FEATURE_AXIS = {"nc": 1, "ntc": 2, "nchw": 1, "nhwc": 3, "ncl": 1}
+FEATURE_AXIS = {layout: axis for layout, (_, axis) in FIXED_LAYOUTS.items()}
 
 _registered = False
 

@@ -27,8 +27,9 @@ __all__ = ["parallel_ln", "pls", "pq_norm", "gated_norm", "LAYOUTS", "LOCAL_WIDT
 #: The operators' fixed-rank layouts are accepted too.
 LAYOUTS = ("features_last", "features_first", "nc", "ntc", "nchw", "nhwc", "ncl")
 
-# Fixed-rank layouts of the operators: (rank, feature axis).
-_FIXED = {"nc": (2, 1), "ntc": (3, 2), "nchw": (4, 1), "nhwc": (4, 3), "ncl": (3, 1)}
+#: The operators' fixed-rank layouts: (rank, feature axis) of each (pln.onnx
+#: and pln.distributed read it too).
+FIXED_LAYOUTS = {"nc": (2, 1), "ntc": (3, 2), "nchw": (4, 1), "nhwc": (4, 3), "ncl": (3, 1)}
 
 
 def _feature_axis(input: Tensor, layout: str) -> int:
@@ -41,15 +42,15 @@ def _feature_axis(input: Tensor, layout: str) -> int:
             raise ValueError(f"pln: a features_first input needs at least 2 dimensions [N, C, ...], "
                              f"got a {input.dim()}-D tensor of shape {tuple(input.shape)}")
         return 1
-    if layout in _FIXED:
-        return _FIXED[layout][1]
+    if layout in FIXED_LAYOUTS:
+        return FIXED_LAYOUTS[layout][1]
     raise ValueError(f"pln: unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}")
 
 
 def _as_op_layout(input: Tensor, layout: str) -> Tuple[Tensor, str]:
     """The input viewed in one of the operators' fixed-rank layouts (a view
     when the input is contiguous), and that layout."""
-    if layout in _FIXED:
+    if layout in FIXED_LAYOUTS:
         return input, layout
     rank = input.dim()
     if layout == "features_last":
@@ -191,7 +192,7 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
         weight = weight.to(input.dtype) if weight is not None and weight.dtype in _HALF else weight
         bias = bias.to(input.dtype) if bias is not None and bias.dtype in _HALF else bias
     axis = _feature_axis(input, layout)
-    wrong_rank = layout in _FIXED and input.dim() != _FIXED[layout][0]
+    wrong_rank = layout in FIXED_LAYOUTS and input.dim() != FIXED_LAYOUTS[layout][0]
     if num_features is None:
         if wrong_rank:  # the operator reports the rank it expects
             num_features = int(input.shape[axis]) if input.dim() > axis else num_per_group
@@ -204,7 +205,7 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
     exporting = _onnx_exporting()
     if exporting or _transformed(input, weight, bias):
         if wrong_rank:
-            raise ValueError(f"pln: layout {layout} expects a {_FIXED[layout][0]}-D input, "
+            raise ValueError(f"pln: layout {layout} expects a {FIXED_LAYOUTS[layout][0]}-D input, "
                              f"got a {input.dim()}-D input of shape {tuple(input.shape)}")
         return _composite(input, weight, bias, num_per_group, float(eps), bool(centering), float(p),
                           None if q is None else float(q), axis, layer_norm=exporting)

@@ -40,8 +40,7 @@ __all__ = ["translation_table", "export", "OPSET"]
 #: The ONNX opset of the translations (LayerNormalization needs 17 or later).
 OPSET = 18
 
-# Rank and feature axis of each layout of the operators.
-_LAYOUTS = {"nc": (2, 1), "ntc": (3, 2), "nchw": (4, 1), "nhwc": (4, 3), "ncl": (3, 1)}
+from .functional import FIXED_LAYOUTS as _LAYOUTS  # noqa: E402
 
 
 def _geometry(layout: str):
