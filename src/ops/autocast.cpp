@@ -18,16 +18,16 @@ OptionalTensor like_input(const OptionalTensor& t, const at::Tensor& input) {
   return t->to(input.scalar_type());
 }
 
-c10::DispatchKeySet autocast_keys() {
+}  // namespace
+
+c10::DispatchKeySet keys() {
   return c10::DispatchKeySet({c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA});
 }
-
-}  // namespace
 
 at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                        int64_t num_features, int64_t num_per_group, double eps, bool centering,
                        c10::string_view layout, double p) {
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_keys());
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(keys());
   return ops::parallel_ln(input, like_input(weight, input), like_input(bias, input), num_features, num_per_group,
                           eps, centering, layout, p);
 }
@@ -35,7 +35,7 @@ at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, co
 at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                    int64_t num_features, int64_t num_per_group, double p, double q, double eps, bool centering,
                    c10::string_view layout) {
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_keys());
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(keys());
   return ops::pq_norm(input, like_input(weight, input), like_input(bias, input), num_features, num_per_group, p,
                       q, eps, centering, layout);
 }

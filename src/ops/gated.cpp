@@ -430,8 +430,7 @@ Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate,
 at::Tensor autocast_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
-      c10::DispatchKeySet({c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA}));
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast::keys());
   static const auto op = handle<GatedNormFn>("pln::gated_norm");
   const auto type = input.scalar_type();
   auto common = at::promote_types(type, gate.scalar_type());

@@ -21,6 +21,7 @@
 #include <pln/options.h>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
@@ -135,6 +136,8 @@ ParallelLNBackwardFn parallel_ln_backward;
 namespace autocast {
 ParallelLNFn parallel_ln;
 PQNormFn pq_norm;
+// The autocast keys, which each autocast kernel excludes before it calls on.
+c10::DispatchKeySet keys();
 }  // namespace autocast
 namespace gated {  // gated.cpp: pln::gated_norm through the dispatcher
 at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
