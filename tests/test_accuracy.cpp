@@ -48,8 +48,8 @@ std::vector<AccuracyCase> accuracy_cases() {
   }
   // Rows of whole blocks of eight groups of 40 and 64 (the register groups).
   for (int64_t g : {40, 64}) out.push_back({Layout::kNC, g, 16});
-  // NCHW: at least 48 channels, so that the largest |dweight| (the errors'
-  // scale) is taken over as many features as the features-last cases' few.
+  // NCHW: at least 48 channels, so that the largest |dweight|, the scale of
+  // its error, is not that of a handful of noisy sums.
   for (int64_t g : {1, 3, 4, 8, 16, 64, 768, 4096}) {
     out.push_back({Layout::kNCHW, g, std::max<int64_t>(2, 48 / g)});
   }
