@@ -1,48 +1,13 @@
 // include/pln/functional.h: pln::functional::parallel_ln and pq_norm, the C++
 // face of the pln operators (src/ops/), called through the dispatcher as
-// torch.ops.pln is; and the test hooks of include/pln/testing.h and kernels.h.
+// torch.ops.pln is.
 
 #include <pln/functional.h>
-#include <pln/kernels.h>
-#include <pln/testing.h>
 
-#include "cpu/kernels.h"
 #include "layout.h"
 #include "ops/ops.h"
 
 namespace pln {
-namespace detail {
-namespace {
-
-ops::ParallelNormSpec spec_of(const ParallelLNOptions& o) {
-  return {o.num_features(), o.num_per_group(), o.eps(), o.centering(), o.resolved_layout(),
-          o.p(), o.p()};
-}
-
-void check_call(const torch::Tensor& x, const ParallelLNOptions& options,
-                const torch::Tensor& weight, const torch::Tensor& bias) {
-  options.validate();
-  check_input(x, options.resolved_layout(), options.num_features());
-  check_param(weight, "weight", x, options.num_features());
-  check_param(bias, "bias", x, options.num_features());
-}
-
-}  // namespace
-
-bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options) {
-  return ops::has_fused_kernels(x, options.p());
-}
-
-torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
-                                    const torch::Tensor& weight, const torch::Tensor& bias) {
-  check_call(x, options, weight, bias);
-  return ops::composite::forward(x, spec_of(options), weight, bias);
-}
-
-}  // namespace detail
-
-const char* cpu_kernels() { return cpu::capability(); }
-
 namespace functional {
 
 torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& options,

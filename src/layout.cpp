@@ -43,6 +43,14 @@ void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& 
               " but the input is on ", x.device());
 }
 
+void check_call(const torch::Tensor& x, const ParallelLNOptions& options, const torch::Tensor& weight,
+                const torch::Tensor& bias) {
+  options.validate();
+  check_input(x, options.resolved_layout(), options.num_features());
+  check_param(weight, "weight", x, options.num_features());
+  check_param(bias, "bias", x, options.num_features());
+}
+
 torch::Tensor features_last(const torch::Tensor& x, Layout layout) {
   switch (layout) {
     case Layout::kNCHW: return x.permute({0, 2, 3, 1});

@@ -17,6 +17,9 @@ void check_input(const torch::Tensor& x, Layout layout, int64_t num_features);
 /// Checks an affine parameter (`name` is "weight" or "bias") against x.
 void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& x,
                  int64_t num_features);
+/// The checks of a parallel_ln call: the options, then x, weight and bias against them.
+void check_call(const torch::Tensor& x, const ParallelLNOptions& options, const torch::Tensor& weight,
+                const torch::Tensor& bias);
 
 /// View of x with the feature axis last (a permutation, no copy).
 torch::Tensor features_last(const torch::Tensor& x, Layout layout);

@@ -1,3 +1,5 @@
+#include <pln/kernels.h>
+
 #include <c10/util/Exception.h>
 
 #if PLN_X86_KERNELS
@@ -241,3 +243,9 @@ template void backward<double>(const Geometry&, const double*, const double*, co
                                const double*, const double*, bool, double*, double*, double*);
 
 }  // namespace pln::cpu
+
+namespace pln {
+
+const char* cpu_kernels() { return cpu::capability(); }
+
+}  // namespace pln
