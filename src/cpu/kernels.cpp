@@ -526,7 +526,13 @@ void forward_split_groups(const Geometry& g, const T* x, const T* w, const T* b,
   for (int64_t u = 0; u < plan.groups; ++u) mean[u] = kCenter ? shift[u] + m[u] : T(0), rstd[u] = r[u];
 }
 
-// Inner-strided layouts: each task takes whole (outer, group) slabs.
+// Features last: whether groups of G, NG a row, take the kernels within a
+// group (large_groups.h) rather than those of several groups a register.
+template <typename T>
+bool within_group_kernels(int64_t G, int64_t NG) {
+  return large_group(G) && !register_groups<T>(G, NG);
+}
+
 // How the inner-strided drivers split their work: tasks of whole (outer,
 // group) slabs, kernel calls on chunks of positions.
 struct StridedPlan {
@@ -601,7 +607,7 @@ void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T
   if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (splits_groups(g, false)) return forward_split_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
-  if (large_group(g.group) && !register_groups<T>(g.group, g.num_groups())) {
+  if (within_group_kernels<T>(g.group, g.num_groups())) {
     return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
   }
   forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
@@ -665,10 +671,10 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
                             T* dx, ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels;
   using V = NativeVec<T>;
-  const bool large = large_group(G) && !register_groups<T>(G, NG), mid = mid_size_group<V>(G);
+  const bool large = within_group_kernels<T>(G, NG), mid = mid_size_group<V>(G);
   // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
   const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
-  const int64_t flush_every = large ? kParamGradRows * NG : kParamGradRows;
+  const int64_t flush_every = kParamGradRows * (large ? NG : 1);
   const bool stream = kStreams && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
                       streams_output(dx, C, g.numel(), 64);
   at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {

@@ -10,6 +10,7 @@
 
 #include "cpu/capability.h"
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/vec.h"
 
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
@@ -205,12 +206,6 @@ void backward_chunk(const T* dy, const T* x, int64_t stride, int64_t n, int64_t 
 // worth, dweight at g = 3 was up to three times ATen's error).
 constexpr int64_t kWidenSteps = 8;
 
-// wide (two registers of four doubles) += v's eight lanes.
-inline void widen_add(__m256d (&wide)[2], __m256 v) {
-  wide[0] = _mm256_add_pd(wide[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-  wide[1] = _mm256_add_pd(wide[1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-}
-
 // Scalar twin: backward_chunk (which also takes the positions past the last
 // multiple of 8). Eight float positions at a time. The first pass walks the
 // group's rows four at a time, so the per-position sums are loaded and stored
@@ -262,7 +257,7 @@ void backward_chunk_avx2(const float* dy, const float* x, int64_t stride, int64_
       float* dxj = dx ? dx + j * stride : nullptr;
       const __m256 wj = _mm256_set1_ps(w[j]);
       __m256 sum_dyy = zero, sum_dy = zero;
-      __m256d wide_dyy[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()}, wide_dy[2] = {wide_dyy[0], wide_dyy[1]};
+      alignas(32) double wide_dyy[8] = {}, wide_dy[8] = {};
       for (int64_t i = 0; i < nv; i += 8) {
         if (i % 16 == 0 && i < next.n) {
           _mm_prefetch(xj + next.offset + i, _MM_HINT_T1);
@@ -284,15 +279,12 @@ void backward_chunk_avx2(const float* dy, const float* x, int64_t stride, int64_
         sum_dyy = _mm256_fmadd_ps(dyv, yv, sum_dyy);
         sum_dy = _mm256_add_ps(sum_dy, dyv);
         if ((i / 8) % kWidenSteps == kWidenSteps - 1 || i + 8 >= nv) {
-          widen_add(wide_dyy, sum_dyy), widen_add(wide_dy, sum_dy);
+          Avx2Vec<float>::accumulate(wide_dyy, sum_dyy), Avx2Vec<float>::accumulate(wide_dy, sum_dy);
           sum_dyy = zero, sum_dy = zero;
         }
       }
       if (dw) {
-        alignas(32) double p[8], q[8];
-        _mm256_store_pd(p, wide_dyy[0]), _mm256_store_pd(p + 4, wide_dyy[1]);
-        _mm256_store_pd(q, wide_dy[0]), _mm256_store_pd(q + 4, wide_dy[1]);
-        for (int l = 0; l < 8; ++l) dw[j] += p[l], db[j] += q[l];
+        for (int l = 0; l < 8; ++l) dw[j] += wide_dyy[l], db[j] += wide_dy[l];
       }
     }
   }
