@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "timing.h"
 
@@ -114,6 +115,18 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   if (quick) reps = std::min(reps, 3);
+  const std::vector<Case> sweep = only == "few" ? few_rows() : cases(quick);
+  for (const int64_t g : groups) {
+    if (std::none_of(sweep.begin(), sweep.end(), [&](const Case& c) { return c.g == g; })) {
+      std::vector<int64_t> known;
+      for (const Case& c : sweep) {
+        if (std::find(known.begin(), known.end(), c.g) == known.end()) known.push_back(c.g);
+      }
+      fmt::print(stderr, "pln_bench_groups: --groups {}: not a group size of the sweep ({})\n", g,
+                 fmt::join(known, ", "));
+      return 2;
+    }
+  }
   std::ofstream csv;
   if (!csv_path.empty()) {
     csv.open(csv_path);
@@ -130,7 +143,7 @@ int main(int argc, char** argv) {
   fmt::print("{:<5} {:>5} {:>5} {:>6} {:>3} {:>3} | {:>8} {:>8} {:>8} | {:>8} {:>8} | {:>6} {:>6} | {:>6} {:>6}\n",
              "lay", "C", "g", "rows", "mem", "thr", "fwd ms", "LN fwd", "copy", "f+b ms", "LN f+b", "f/copy",
              "f/LN", "fb/cp", "fb/LN");
-  for (const Case& c : only == "few" ? few_rows() : cases(quick)) {
+  for (const Case& c : sweep) {
     if (!only.empty() && only != "few" && c.layout != only) continue;
     if (!groups.empty() && std::find(groups.begin(), groups.end(), c.g) == groups.end()) continue;
     torch::manual_seed(0);
