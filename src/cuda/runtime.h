@@ -43,7 +43,21 @@ using cudaError_t = hipError_t;
 inline constexpr hipError_t cudaSuccess = hipSuccess;
 inline cudaError_t cudaGetLastError() noexcept { return hipGetLastError(); }
 inline const char* cudaGetErrorString(cudaError_t e) noexcept { return hipGetErrorString(e); }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return hipStreamSynchronize(s); }
+// HIP-CPU drains its null stream from two threads at once (Runtime::
+// wait_all_streams_ takes its queued kernels both in an std::async and in its
+// loop over every stream, the null stream among them), so two kernels queued
+// on it can run concurrently: param_finish then reads workspace rows the
+// backward kernel has not yet written. A created stream is drained by one
+// thread, in order, so the null stream stands for one created stream here.
+inline hipStream_t in_order(hipStream_t s) {
+  if (s != nullptr) return s;
+  static const hipStream_t created = [] {
+    hipStream_t t = nullptr;
+    return hipStreamCreate(&t) == hipSuccess ? t : nullptr;
+  }();
+  return created;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return hipStreamSynchronize(in_order(s)); }
 
 // HIP-CPU's shuffles take no mask: every thread of the block takes part.
 template <typename T>
@@ -89,7 +103,7 @@ inline void launch(void (*kernel)(Params...), dim3 blocks, dim3 threads, std::si
 #if defined(__CUDACC__)
   kernel<<<blocks, threads, shared_bytes, stream>>>(static_cast<Params>(std::forward<Args>(args))...);
 #else
-  hipLaunchKernelGGL(kernel, blocks, threads, static_cast<std::uint32_t>(shared_bytes), stream,
+  hipLaunchKernelGGL(kernel, blocks, threads, static_cast<std::uint32_t>(shared_bytes), in_order(stream),
                      static_cast<Params>(std::forward<Args>(args))...);
 #endif
 }

@@ -31,6 +31,10 @@
 #include <string>
 #include <vector>
 
+namespace pln::cuda::testing {
+int null_stream_order_violations(int runs);  // tests/cuda/stream_order_hip_cpu.cpp
+}
+
 namespace {
 
 using pln::cuda::Geometry;
@@ -492,6 +496,13 @@ TEST(CudaGatedOnCpu, EmptyInputGivesZeroParameterGradients) {
   EXPECT_STREQ(pln::cuda::synchronize(nullptr), "");
   EXPECT_EQ(std::count(dw.begin(), dw.end(), 0.f), 64);
   EXPECT_EQ(std::count(db.begin(), db.end(), 0.f), 64);
+}
+
+// The backward queues two kernels, the second (param_finish) summing what the
+// first writes: on the null stream, which every test here uses, they must run
+// in order (HIP-CPU alone runs them concurrently; src/cuda/runtime.h).
+TEST(CudaRuntimeOnCpu, NullStreamRunsKernelsInOrder) {
+  EXPECT_EQ(pln::cuda::testing::null_stream_order_violations(200), 0);
 }
 
 }  // namespace
