@@ -21,6 +21,7 @@
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
 #include "run/provenance.h"
+#include "run/start_up.h"
 #include "timing.h"
 
 #include <algorithm>
@@ -186,7 +187,8 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
 }  // namespace
 
 int main(int argc, char** argv) {
-  pln::exp::keep_freed_memory();  // as `pln pinn` does
+  pln::exp::start_again_with(pln::exp::start_settings(pln::exp::start_state(argv)), argv);  // as `pln` does
+  pln::exp::keep_freed_memory();
   std::vector<int64_t> points = {1000, 5000};
   NetSpec spec;
   int threads = 1, reps = 10;

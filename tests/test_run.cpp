@@ -1,6 +1,7 @@
 // A run (experiments/run/): the judgement of OpenBLAS's kernel choice, the
 // device key (parsed, amp only on CUDA, a missing GPU refused before anything
-// is recorded) and the OpenMP wait policy the provenance records.
+// is recorded), the OpenMP wait policy the provenance records and the
+// settings a process starts again with (run/start_up.h).
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <run/device.h>
 #include <run/provenance.h>
 #include <run/run.h>
+#include <run/start_up.h>
 #include <spec/experiment.h>
 #include <torch/torch.h>
 
@@ -178,6 +180,54 @@ TEST(Threads, OpenMPWaitPolicyIsReadFromTheEnvironment) {
     if (value) ::setenv(name.c_str(), value->c_str(), 1);
     else ::unsetenv(name.c_str());
   }
+}
+
+// ----------------------------------------------------------------- start-up
+
+std::vector<std::string> names(const std::vector<EnvSetting>& settings) {
+  std::vector<std::string> out;
+  for (const EnvSetting& s : settings) out.push_back(s.name + "=" + s.value);
+  return out;
+}
+
+TEST(StartUp, EverySettingALibraryLacksComesInOneRestart) {
+  StartState state;
+  state.blas = {{"OPENBLAS_CORETYPE", "SkylakeX"}, {"PLN_OPENBLAS_CORE_REPLACED", "Prescott"}};
+  EXPECT_EQ(names(start_settings(state)),
+            (std::vector<std::string>{"GOMP_SPINCOUNT=30000", "OPENBLAS_CORETYPE=SkylakeX",
+                                      "PLN_OPENBLAS_CORE_REPLACED=Prescott"}));
+  state.blas.clear();
+  EXPECT_EQ(names(start_settings(state)), (std::vector<std::string>{"GOMP_SPINCOUNT=30000"}));
+}
+
+TEST(StartUp, NothingToAddMeansNoRestart) {
+  for (auto tweak : {+[](StartState& s) { s.user_wait_policy = true; }, +[](StartState& s) { s.one_thread = true; },
+                     +[](StartState& s) { s.one_cpu = true; }}) {
+    StartState state;
+    tweak(state);
+    EXPECT_TRUE(start_settings(state).empty());
+  }
+  StartState again;  // a process started again never starts a third time, whatever it would add
+  again.started_again = true;
+  again.blas = {{"OPENBLAS_CORETYPE", "SkylakeX"}};
+  EXPECT_TRUE(start_settings(again).empty());
+}
+
+TEST(StartUp, ThreadsFromTheCommandLine) {
+  std::vector<std::string> words = {"pln", "pinn", "--threads", "1"};
+  auto state_of = [&] {
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    return start_state(argv.data());
+  };
+  EXPECT_TRUE(state_of().one_thread);
+  words = {"pln", "pinn", "--threads=1"};
+  EXPECT_TRUE(state_of().one_thread);
+  words = {"pln", "pinn", "--threads", "2"};
+  EXPECT_FALSE(state_of().one_thread);
+  words = {"pln", "pinn", "--threads=16"};
+  EXPECT_FALSE(state_of().one_thread);
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 
 #include "commands.h"
 #include "records/file_lock.h"
-#include "run/blas_core.h"
 #include "run/provenance.h"
+#include "run/start_up.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
@@ -12,7 +12,9 @@
 #include <exception>
 
 int main(int argc, char** argv) {
-  pln::exp::restart_with_the_cpus_blas_core(argv);
+  // libgomp and OpenBLAS read their settings as they load, before this line:
+  // where the process lacks one, it starts once more with all it lacks.
+  pln::exp::start_again_with(pln::exp::start_settings(pln::exp::start_state(argv)), argv);
   CLI::App app{"Parallel Layer Normalization: the operator's demo and experiments"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return "pln " + pln::exp::source_revision(); },

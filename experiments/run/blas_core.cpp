@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -118,17 +117,10 @@ BlasCoreVerdict blas_core_verdict() {
                          std::getenv(kReplacedVariable));
 }
 
-void restart_with_the_cpus_blas_core(char** argv) {
-  if (std::getenv(kReplacedVariable) != nullptr) return;  // already restarted once
-  const std::string chosen = openblas_core();
+std::vector<std::pair<std::string, std::string>> blas_core_environment() {
   const BlasCoreVerdict verdict = blas_core_verdict();
-  if (verdict.replacement.empty()) return;
-  ::setenv("OPENBLAS_CORETYPE", verdict.replacement.c_str(), 1);
-  ::setenv(kReplacedVariable, chosen.c_str(), 1);
-  ::execv("/proc/self/exe", argv);
-  // Only if that failed: run on with OpenBLAS's choice, and say so.
-  ::unsetenv("OPENBLAS_CORETYPE");
-  ::unsetenv(kReplacedVariable);
+  if (verdict.replacement.empty()) return {};
+  return {{"OPENBLAS_CORETYPE", verdict.replacement}, {kReplacedVariable, openblas_core()}};
 }
 
 }  // namespace pln::exp

@@ -3,10 +3,13 @@
 // model, and a release that does not know a newer CPU falls back to its
 // oldest x86-64 kernels (Prescott: SSE3) even where the CPU has AVX-512, at a
 // fraction of the speed of every matrix product. pln notices such a choice,
-// and starts itself again with OPENBLAS_CORETYPE naming the kernels the CPU's
-// instruction set supports; a user's own OPENBLAS_CORETYPE always wins.
+// and starts itself again (run/start_up.h) with OPENBLAS_CORETYPE naming the
+// kernels the CPU's instruction set supports; a user's own OPENBLAS_CORETYPE
+// always wins.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pln::exp {
 
@@ -48,10 +51,11 @@ std::string openblas_core();
 /// The verdict on this process's BLAS, for the run's log and config.json.
 BlasCoreVerdict blas_core_verdict();
 
-/// When OpenBLAS's kernels are two or more tiers below the CPU and the user
-/// has not chosen them, starts this program again (same arguments) with
-/// OPENBLAS_CORETYPE set to the CPU's; returns if nothing is to be done or
-/// the restart fails.
-void restart_with_the_cpus_blas_core(char** argv);
+/// The environment that gives a new process the CPU's kernels where
+/// OpenBLAS's are two or more tiers below the CPU and the user has not chosen
+/// them: OPENBLAS_CORETYPE, and beside it the core OpenBLAS had chosen (for
+/// the note); empty when OpenBLAS's choice stands. run/start_up.h starts the
+/// program again with it.
+std::vector<std::pair<std::string, std::string>> blas_core_environment();
 
 }  // namespace pln::exp

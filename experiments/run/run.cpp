@@ -7,6 +7,7 @@
 #include "run/blas_core.h"
 #include "run/device.h"
 #include "run/provenance.h"
+#include "run/start_up.h"
 #include "run/threads_and_memory.h"
 
 #include <fmt/format.h>
@@ -206,8 +207,9 @@ Config run_experiment(const Experiment& experiment, const RunRequest& request) {
 
   fmt::print("pln {}: preset {}, {} thread(s), out {}\n", experiment.name, request.preset, threads,
              request.out.string());
-  fmt::print("  revision {}, kernels {}, {}, OpenMP wait {}\n", record["revision"].get<std::string>(),
-             record["kernels"].get<std::string>(), record["blas"].get<std::string>(), openmp_wait_policy());
+  fmt::print("  revision {}, kernels {}, {}, OpenMP wait {}, started {}\n", record["revision"].get<std::string>(),
+             record["kernels"].get<std::string>(), record["blas"].get<std::string>(), openmp_wait_policy(),
+             how_started());
   if (record.contains("blas_note")) fmt::print("  note: {}\n", record["blas_note"].get<std::string>());
   if (device.is_cuda()) fmt::print("  device {} ({})\n", device.str(), record["device_name"].get<std::string>());
   for (const auto& item : config.items()) {
