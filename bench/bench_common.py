@@ -53,7 +53,7 @@ def side_by_side_setup(args, name):
         sys.exit(f"{name}: {args.pln} not found; build it with `make` or pass --pln")
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-        # What `pln` starts itself with on more than one thread (experiments/run/start_up.h).
+        # What `pln` starts itself with on more than one thread (experiments/system/start_up.h).
         env["GOMP_SPINCOUNT"] = "30000"
     wait = next(f"{k}={env[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in env)
     print(f"{name}: both sides run with {blas_kernels(env)} and {wait}")

@@ -17,11 +17,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "run/threads_and_memory.h"
+#include "system/threads_and_memory.h"
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
-#include "run/provenance.h"
-#include "run/start_up.h"
+#include "system/provenance.h"
+#include "system/start_up.h"
 #include "timing.h"
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 #include "experiment_helpers.h"
 
 #include <train/datasets.h>
+#include <train/transforms.h>
 
 #include <zlib.h>
 

@@ -12,7 +12,7 @@
 #include <pln/kernels.h>
 #include <records/csv.h>
 #include <records/schema.h>
-#include <run/provenance.h>
+#include <system/provenance.h>
 #include <run/run.h>
 #include <spec/config.h>
 #include <spec/experiment.h>

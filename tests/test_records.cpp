@@ -9,7 +9,7 @@
 #include <demo/demo.h>
 #include <pln/kernels.h>
 #include <records/csv.h>
-#include <records/atomic_file.h>
+#include <system/atomic_file.h>
 #include <records/doc_tables.h>
 #include <records/gnuplot.h>
 #include <records/grid_state.h>
@@ -19,12 +19,12 @@
 #include <records/schema.h>
 #include <records/statistics.h>
 #include <records/step_log.h>
-#include <run/provenance.h>
+#include <system/provenance.h>
 #include <run/run.h>
 #include <spec/config.h>
 #include <spec/experiment.h>
 #include <sweep/cells.h>
-#include <sweep/process.h>
+#include <system/process.h>
 
 #include <signal.h>
 #include <unistd.h>

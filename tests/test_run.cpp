@@ -1,17 +1,17 @@
 // A run (experiments/run/): the judgement of OpenBLAS's kernel choice, the
 // device key (parsed, amp only on CUDA, a missing GPU refused before anything
 // is recorded), the OpenMP wait policy the provenance records and the
-// settings a process starts again with (run/start_up.h).
+// settings a process starts again with (system/start_up.h).
 
 #include <gtest/gtest.h>
 
 #include "experiment_helpers.h"
 
-#include <run/blas_core.h>
+#include <system/blas_core.h>
 #include <run/device.h>
-#include <run/provenance.h>
+#include <system/provenance.h>
 #include <run/run.h>
-#include <run/start_up.h>
+#include <system/start_up.h>
 #include <spec/experiment.h>
 #include <torch/torch.h>
 

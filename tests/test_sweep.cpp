@@ -11,7 +11,7 @@
 #include <sweep/cells.h>
 #include <sweep/gpu_slots.h>
 #include <sweep/grid.h>
-#include <sweep/process.h>
+#include <system/process.h>
 #include <sweep/slurm.h>
 #include <torch/torch.h>
 

@@ -2,7 +2,7 @@
 // implementation, norm-site selection, option errors, checkpoint/resume
 // equivalence and a smoke run.
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "sweep/cells.h"
 #include "run/run.h"

@@ -4,7 +4,7 @@
 #include "commands.h"
 
 #include <run/run.h>
-#include <run/threads_and_memory.h>
+#include <system/threads_and_memory.h>
 #include <demo/demo.h>
 
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 
 #include "commands.h"
 #include "records/file_lock.h"
-#include "run/provenance.h"
-#include "run/start_up.h"
+#include "system/provenance.h"
+#include "system/start_up.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/core.h>

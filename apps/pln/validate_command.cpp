@@ -7,7 +7,7 @@
 
 #include <spec/experiment.h>
 #include <sweep/grid.h>
-#include <sweep/process.h>
+#include <system/process.h>
 #include <run/run.h>
 #include <records/schema.h>
 

@@ -1,6 +1,6 @@
 #include "demo/demo.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "run/device.h"
 #include "records/gnuplot.h"
@@ -124,12 +124,7 @@ void validate(const DemoConfig& c) {
   if (c.steps < 1) throw std::invalid_argument("demo: steps must be >= 1, got " + std::to_string(c.steps));
   if (c.group < 1) throw std::invalid_argument("demo: group must be >= 1, got " + std::to_string(c.group));
   if (c.widths.empty()) throw std::invalid_argument("demo: widths must name at least one width");
-  for (int64_t w : c.widths) {
-    if (w < 1 || w % c.group != 0) {
-      throw std::invalid_argument("demo: every width must be a positive multiple of group (" +
-                                  std::to_string(c.group) + "), got " + std::to_string(w));
-    }
-  }
+  for (int64_t w : c.widths) check_group_divides("pln", w, c.group);
   if (c.train_points < 2 || c.test_points < 2) {
     throw std::invalid_argument("demo: train_points and test_points must be >= 2");
   }

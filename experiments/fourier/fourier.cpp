@@ -1,7 +1,7 @@
 #include "fourier/fourier.h"
 
 #include "fourier/target.h"
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "records/step_log.h"
 #include "records/tensor_csv.h"
@@ -52,11 +52,8 @@ KeyTable key_table() {
        integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
        key::device()},
       [](const Config& c) {
-        const auto layer = get_string(c, "layer");
-        const int64_t width = get_int(c, "width"), group = get_int(c, "group"), K = get_int(c, "K");
-        if ((layer == "pln" || layer == "pls") && width % group != 0) {
-          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
-        }
+        const int64_t width = get_int(c, "width"), K = get_int(c, "K");
+        check_group_divides(get_string(c, "layer"), width, get_int(c, "group"));
         if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
         const int64_t n_train = get_int(c, "n_train");
         // Sizes first: 2K + 1 and 10K must not overflow in the checks below.

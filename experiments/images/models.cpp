@@ -1,5 +1,7 @@
 #include "images/models.h"
 
+#include "spec/keys.h"
+
 #include <fmt/format.h>
 #include <pln/pln.h>
 
@@ -46,9 +48,7 @@ void validate(const BlockSpec& s, int64_t width) {
   if (s.axis != "channel" && s.axis != "mixed") {
     throw std::invalid_argument("axis must be one of channel|mixed, got '" + s.axis + "'");
   }
-  if ((s.norm == "pln" || s.norm == "pls") && (s.group < 1 || width % s.group != 0)) {
-    throw std::invalid_argument(fmt::format("width ({}) must be a positive multiple of group ({})", width, s.group));
-  }
+  check_group_divides(s.norm, width, s.group);
   if (width < 1) throw std::invalid_argument(fmt::format("width must be >= 1, got {}", width));
 }
 

@@ -4,7 +4,7 @@
 
 #include "images/images.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
@@ -206,9 +206,14 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
   ytics += ")";
   // Fixed margins in pixels (the axis labels on the left, the colour bar on
   // the right) so that every panel gets the same area: a colour bar drawn
-  // inside the last panel's cell would shrink that panel alone.
-  const int width = 380 * static_cast<int>(variants.size()), height = 460;
-  const double left = 95.0 / width, right = 1.0 - 115.0 / width;
+  // inside the last panel's cell would shrink that panel alone. The y label
+  // and its tics take the 95 px on the left; the bar (15 px wide, 90 px from
+  // the right edge) and its label the 115 px on the right; 57 px between
+  // panels keeps neighbours' rotated learning-rate tics apart.
+  constexpr int kPanelPx = 380, kHeightPx = 460, kLeftPx = 95, kRightPx = 115, kGapPx = 57;
+  constexpr int kBarFromRightPx = 90, kBarPx = 15;
+  const int width = kPanelPx * static_cast<int>(variants.size()), height = kHeightPx;
+  const double left = double(kLeftPx) / width, right = 1.0 - double(kRightPx) / width;
   std::string body = fmt::format(
       "set datafile separator ','\nset palette rgbformulae 22,13,-31\nset cbrange [0:1]\nset cbtics 0.2\n"
       "set xlabel 'learning rate'\nset ylabel 'init scale (x He)'\nset xtics {} rotate by -45\nset ytics {}\n"
@@ -216,7 +221,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
       "set multiplot layout 1,{} margins {:.4f},{:.4f},0.14,0.86 spacing {:.4f} "
       "title 'mean final test accuracy, {} a cell'\n",
       tics_at_index({lrs.begin(), lrs.end()}), ytics, double(lrs.size()) - 0.5, double(scales.size()) - 0.5,
-      variants.size(), left, right, 57.0 / width, seeds);
+      variants.size(), left, right, double(kGapPx) / width, seeds);
   for (size_t k = 0; k < variants.size(); ++k) {
     const auto& v = variants[k];
     std::string csv;
@@ -235,7 +240,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
     if (k + 1 == variants.size()) {
       body += fmt::format("set colorbox user origin screen {:.4f},0.2 size screen {:.4f},0.6\n"
                           "set cblabel 'test accuracy'\n",
-                          1.0 - 90.0 / width, 15.0 / width);
+                          1.0 - double(kBarFromRightPx) / width, double(kBarPx) / width);
     }
     if (k > 0) body += "unset ylabel\n";
     // Values in black on the bright (high) end of the palette, in white on the dark end.

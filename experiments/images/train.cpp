@@ -40,11 +40,7 @@ KeyTable key_table(const std::string& family, int64_t width, int64_t group, doub
                key::amp()});
   return KeyTable(family, std::move(keys),
       [check](const Config& c) {
-        const auto norm = get_string(c, "norm");
-        const int64_t width = get_int(c, "width"), group = get_int(c, "group");
-        if ((norm == "pln" || norm == "pls") && width % group != 0) {
-          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
-        }
+        check_group_divides(get_string(c, "norm"), get_int(c, "width"), get_int(c, "group"));
         check_float32_range(c, "lr");  // the networks are float32
         check_amp(c);
         if (check) check(c);

@@ -1,5 +1,7 @@
 #include "pinn/network.h"
 
+#include "spec/keys.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -17,10 +19,7 @@ void NetSpec::validate() const {
   if (act != "none" && act != "tanh" && act != "relu" && act != "sigmoid" && act != "sat" && act != "silu") {
     throw std::invalid_argument("pinn: act must be one of none|tanh|relu|sigmoid|sat|silu, got '" + act + "'");
   }
-  if ((norm == "pln" || norm == "pls") && (group < 1 || width % group != 0)) {
-    throw std::invalid_argument(fmt::format(
-        "pinn: width ({}) must be a positive multiple of group ({})", width, group));
-  }
+  check_group_divides(norm, width, group);
 }
 
 PinnNetImpl::PinnNetImpl(const NetSpec& spec, torch::Dtype dtype) : spec_(spec) {

@@ -4,7 +4,7 @@
 #include "pinn/network.h"
 #include "pinn/ntk.h"
 #include "pinn/problem.h"
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "records/step_log.h"
 #include "records/tensor_csv.h"
@@ -66,11 +66,8 @@ KeyTable key_table() {
        integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
        key::device()},
       [](const Config& c) {
-        const auto norm = get_string(c, "norm");
-        const int64_t width = get_int(c, "width"), group = get_int(c, "group");
-        if ((norm == "pln" || norm == "pls") && width % group != 0) {
-          throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
-        }
+        const int64_t width = get_int(c, "width");
+        check_group_divides(get_string(c, "norm"), width, get_int(c, "group"));
         if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
         const int64_t n_interior = get_int(c, "n_interior"), n_test = get_int(c, "n_test");
         const bool two_d = get_string(c, "problem") == "helmholtz2d";

@@ -1,6 +1,6 @@
 // Figures and the table of `pln pinn` runs and grids.
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/gnuplot.h"
 #include "pinn/pinn.h"
 

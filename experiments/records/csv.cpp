@@ -1,6 +1,6 @@
 #include "records/csv.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 
 #include <fmt/format.h>
 

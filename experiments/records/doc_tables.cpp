@@ -1,6 +1,6 @@
 #include "records/doc_tables.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 
 #include <fmt/format.h>
 

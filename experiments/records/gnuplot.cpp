@@ -1,8 +1,8 @@
 #include "records/gnuplot.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 #include "records/pack.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 #include "records/file_lock.h"
 #include "records/json.h"
-#include "run/provenance.h"
+#include "system/provenance.h"
 #include "spec/experiment.h"
 #include "sweep/cells.h"
 

@@ -1,9 +1,9 @@
 #include "records/run_state.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/json.h"
 #include "spec/config.h"
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "records/step_log.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,6 +1,6 @@
 #include "records/tensor_csv.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/csv.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #include "run/checkpoint.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/json.h"
 
 #include <ATen/CPUGeneratorImpl.h>

@@ -1,6 +1,6 @@
 #include "run/device.h"
 
-#include "run/provenance.h"
+#include "system/provenance.h"
 
 #include <fmt/format.h>
 

@@ -1,14 +1,14 @@
 #include "run/run.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/file_lock.h"
 #include "records/json.h"
 #include "records/run_state.h"
-#include "run/blas_core.h"
+#include "system/blas_core.h"
 #include "run/device.h"
-#include "run/provenance.h"
-#include "run/start_up.h"
-#include "run/threads_and_memory.h"
+#include "system/provenance.h"
+#include "system/start_up.h"
+#include "system/threads_and_memory.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

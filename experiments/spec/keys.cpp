@@ -154,6 +154,13 @@ void check_float32_range(const Config& config, const std::string& key) {
   }
 }
 
+void check_group_divides(const std::string& norm, int64_t width, int64_t group) {
+  if (norm != "pln" && norm != "pls") return;
+  if (group < 1 || width % group != 0) {
+    throw ConfigError(fmt::format("width ({}) must be a positive multiple of group ({})", width, group));
+  }
+}
+
 Range any_value() { return {}; }
 Range at_least(double low) { return {low, std::nullopt, false, false}; }
 Range above(double low) { return {low, std::nullopt, true, false}; }

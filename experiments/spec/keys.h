@@ -128,6 +128,11 @@ void check_elements(const std::string& what, const std::vector<int64_t>& factors
 /// a family (or a dtype) that computes in float32.
 void check_float32_range(const Config& config, const std::string& key);
 
+/// The rule every family with grouped norms shares: where `norm` is pln or
+/// pls, `group` is >= 1 and divides `width`. Throws ConfigError "width (10)
+/// must be a positive multiple of group (4)".
+void check_group_divides(const std::string& norm, int64_t width, int64_t group);
+
 /// The key's type as --help names it: integer, number, bool or text.
 std::string type_name(const Key& key);
 /// What the key allows, as --help and the errors write it: ">= 1", "in [0, 1)",

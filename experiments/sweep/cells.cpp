@@ -1,12 +1,12 @@
 #include "sweep/cells.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/file_lock.h"
 #include "records/json.h"
 #include "records/run_state.h"
 #include "run/device.h"
 #include "run/run.h"
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

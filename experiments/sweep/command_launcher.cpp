@@ -1,6 +1,6 @@
 #include "sweep/launchers.h"
 
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

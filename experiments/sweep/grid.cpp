@@ -1,6 +1,6 @@
 #include "sweep/grid.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "run/run.h"
 #include "sweep/launchers.h"
 

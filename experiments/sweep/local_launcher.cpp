@@ -2,7 +2,7 @@
 
 #include "records/file_lock.h"
 #include "sweep/gpu_slots.h"
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

@@ -2,9 +2,9 @@
 
 #include "sweep/launchers.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/file_lock.h"
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fmt/format.h>
 

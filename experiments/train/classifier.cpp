@@ -6,6 +6,7 @@
 #include "run/device.h"
 #include "run/progress.h"
 #include "train/datasets.h"
+#include "train/transforms.h"
 #include "train/divergence_guard.h"
 #include "train/schedule.h"
 

@@ -1,6 +1,7 @@
 #include "train/image_data.h"
 
 #include "train/datasets.h"
+#include "train/transforms.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

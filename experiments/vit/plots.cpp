@@ -3,7 +3,7 @@
 
 #include "vit/vit.h"
 
-#include "records/atomic_file.h"
+#include "system/atomic_file.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
 

@@ -31,6 +31,9 @@ std::vector<torch::optim::OptimizerParamGroup> parameter_groups(VisionTransforme
 
 void check_norm_sites(const std::string& sites) { (void)parse_norm_sites("pln", 1, sites); }
 
+// The seed of one epoch's batch order: distinct for every (seed, epoch) with
+// epoch < 1000003 (a prime above any epoch count), and never the run's own
+// seed, which the initialisation draws from.
 uint64_t epoch_seed(int64_t seed, int64_t epoch) {
   return static_cast<uint64_t>(seed) * 1000003ULL + static_cast<uint64_t>(epoch) + 1;
 }

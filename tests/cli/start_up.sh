@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# start_up.sh PLN WORKDIR: `pln` starts at most twice (run/start_up.h). A run
+# start_up.sh PLN WORKDIR: `pln` starts at most twice (system/start_up.h). A run
 # on two threads starts again with GOMP_SPINCOUNT=30000 (its second line says
 # so, and libgomp itself reports it), unless the user set a wait policy, asked
 # for one thread, or has one CPU; given the environment its first run started

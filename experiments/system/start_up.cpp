@@ -1,6 +1,6 @@
-#include "run/start_up.h"
+#include "system/start_up.h"
 
-#include "run/blas_core.h"
+#include "system/blas_core.h"
 
 #include <fmt/format.h>
 

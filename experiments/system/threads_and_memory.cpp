@@ -1,4 +1,4 @@
-#include "run/threads_and_memory.h"
+#include "system/threads_and_memory.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

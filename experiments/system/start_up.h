@@ -7,7 +7,7 @@
 //   slower than at one; a tenth of that keeps the spinning that convolutions'
 //   back-to-back regions gain from (docs/command-line.md, Threads);
 // - OpenBLAS, which kernels it runs (OPENBLAS_CORETYPE): a release that does
-//   not know a newer CPU falls back to its SSE kernels (run/blas_core.h).
+//   not know a newer CPU falls back to its SSE kernels (system/blas_core.h).
 // main asks start_settings() what the process lacks and, when anything,
 // start_again_with() runs the program once more with all of it: at most one
 // re-execution, marked in the environment so that it is never repeated and
@@ -28,7 +28,7 @@ struct StartState {
   bool user_wait_policy = false;  ///< OMP_WAIT_POLICY or GOMP_SPINCOUNT is set
   bool one_thread = false;        ///< the command line asks for --threads 1
   bool one_cpu = false;           ///< the process may run on one CPU only
-  /// run/blas_core.h's blas_core_environment(): the OpenBLAS setting to add, if any.
+  /// system/blas_core.h's blas_core_environment(): the OpenBLAS setting to add, if any.
   std::vector<EnvSetting> blas;
 };
 

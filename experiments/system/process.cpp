@@ -1,4 +1,4 @@
-#include "sweep/process.h"
+#include "system/process.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "run/blas_core.h"
+#include "system/blas_core.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // model, and a release that does not know a newer CPU falls back to its
 // oldest x86-64 kernels (Prescott: SSE3) even where the CPU has AVX-512, at a
 // fraction of the speed of every matrix product. pln notices such a choice,
-// and starts itself again (run/start_up.h) with OPENBLAS_CORETYPE naming the
+// and starts itself again (system/start_up.h) with OPENBLAS_CORETYPE naming the
 // kernels the CPU's instruction set supports; a user's own OPENBLAS_CORETYPE
 // always wins.
 
@@ -54,7 +54,7 @@ BlasCoreVerdict blas_core_verdict();
 /// The environment that gives a new process the CPU's kernels where
 /// OpenBLAS's are two or more tiers below the CPU and the user has not chosen
 /// them: OPENBLAS_CORETYPE, and beside it the core OpenBLAS had chosen (for
-/// the note); empty when OpenBLAS's choice stands. run/start_up.h starts the
+/// the note); empty when OpenBLAS's choice stands. system/start_up.h starts the
 /// program again with it.
 std::vector<std::pair<std::string, std::string>> blas_core_environment();
 

@@ -1,4 +1,4 @@
-#include "run/provenance.h"
+#include "system/provenance.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
