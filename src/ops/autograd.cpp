@@ -126,15 +126,14 @@ at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, co
 at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                    int64_t num_features, int64_t num_per_group, double p, double q, double eps,
                    bool centering, c10::string_view layout) {
-  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, q);
-  if (p == 2.0 && q == 2.0) {
-    return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
-  }
   if (!wants_grad(input, weight, bias) && !wants_tangent(input, weight, bias)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return ops::pq_norm(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
   }
-  return composite::checked_forward(input, weight, bias, spec);
+  // Still above the autograd key: at p = q = 2 composite::pq_norm calls
+  // parallel_ln, whose autograd kernel above takes the fused path; otherwise
+  // autograd records the composite formulation.
+  return composite::pq_norm(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
 }
 
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,

@@ -100,6 +100,7 @@ at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const 
                    int64_t num_features, int64_t num_per_group, double p, double q, double eps,
                    bool centering, c10::string_view layout) {
   const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, q);
+  // The one place p = q = 2 becomes LN: the autograd kernel comes here too.
   if (p == 2.0 && q == 2.0) {
     return ops::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
   }

@@ -44,6 +44,8 @@ RowPlan row_plan(const Geometry& g, int vec) {
   int lanes = 1;
   while (lanes < 32 && vectors % (2 * lanes) == 0) lanes *= 2;
   p.lanes = lanes;
+  // Only compared with 32 / VEC by the launch (more chunks take the large-group
+  // kernels); the cap keeps the int exact for groups of any size.
   p.chunks = static_cast<int>(std::min<int64_t>(vectors / lanes, 1 << 20));
   const int slots = kThreads / lanes;
   p.cols = static_cast<int>(std::min<int64_t>(p.groups_per_row, slots));
