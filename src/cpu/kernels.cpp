@@ -495,28 +495,33 @@ void forward_split_groups(const Geometry& g, const T* x, const T* w, const T* b,
   using V = NativeVec<T>;
   const int64_t G = g.group, NG = g.num_groups();
   const SplitPlan plan = SplitPlan::over(g.outer * NG, G);
-  std::vector<double> parts(static_cast<size_t>(plan.groups * plan.pieces));
   std::vector<T> shift(static_cast<size_t>(plan.groups)), m(shift.size(), T(0)), r(shift.size());
   for (int64_t u = 0; u < plan.groups; ++u) shift[u] = kCenter ? x[u * G] : T(0);
-  const auto total = [&](int64_t u) {
-    double sum[1];
-    plan.add_pieces<1>(parts, u, sum);
-    return sum[0];
-  };
   if (kCenter) {
+    // Each piece's moments, then each group's merged in the whole-group kernel's order.
+    std::vector<PieceMoments> pieces(static_cast<size_t>(plan.groups * plan.pieces));
+    for_each_piece(plan, [&](int64_t u, int64_t p) {
+      pieces[u * plan.pieces + p] = piece_moments<V>(x + u * G, shift[u], piece_begin(p), piece_end(p, G));
+    });
+    for (int64_t u = 0; u < plan.groups; ++u) {
+      GroupMoments group;
+      for (int64_t p = 0; p < plan.pieces; ++p) group.add(pieces[u * plan.pieces + p]);
+      m[u] = mean_of<T>(group.sum, G);
+      r[u] = rstd_of<T>(group.squares, G, eps);
+    }
+  } else {
+    std::vector<double> parts(static_cast<size_t>(plan.groups * plan.pieces));
     for_each_piece(plan, [&](int64_t u, int64_t p) {
       double out[1];
-      shifted_sum<V>(x + u * G, shift[u], piece_begin(p), piece_end(p, G), out);
+      centred_squares<V, false>(x + u * G, shift[u], m[u], piece_begin(p), piece_end(p, G), out);
       parts[u * plan.pieces + p] = out[0];
     });
-    for (int64_t u = 0; u < plan.groups; ++u) m[u] = mean_of<T>(total(u), G);
+    for (int64_t u = 0; u < plan.groups; ++u) {
+      double sum[1];
+      plan.add_pieces<1>(parts, u, sum);
+      r[u] = rstd_of<T>(sum[0], G, eps);
+    }
   }
-  for_each_piece(plan, [&](int64_t u, int64_t p) {
-    double out[1];
-    centred_squares<V, kCenter>(x + u * G, shift[u], m[u], piece_begin(p), piece_end(p, G), out);
-    parts[u * plan.pieces + p] = out[0];
-  });
-  for (int64_t u = 0; u < plan.groups; ++u) r[u] = rstd_of<T>(total(u), G, eps);
   for_each_piece(plan, [&](int64_t u, int64_t p) {
     const int64_t k = u % NG;
     write_normalised<V, kCenter>(x + u * G, y + u * G, piece_begin(p), piece_end(p, G), shift[u], m[u], r[u],

@@ -9,11 +9,14 @@
 // kFlushSteps values, then the registers are widened and added to double
 // lanes, so the error of a sum does not grow with g (a sequential float sum of
 // g values loses digits in proportion to g; ATen's LayerNorm uses a cascade
-// for the same reason). Statistics take two passes over the group, which
-// stays in L1/L2 between them: the mean of the shifted values, then the sum of
-// squares of the centred values themselves, so nothing cancels (a one-pass
-// mean(d^2) - m^2 loses what the shift s = x_0 leaves to cancel, up to a
-// factor 1 + ((x_0 - mean) / std)^2). Formulas: see cpu/kernels.cpp.
+// for the same reason). Statistics take two passes over each piece of 4096
+// features, which stays in L1 between them: the mean of the shifted values,
+// then the sum of squares of the centred values themselves, so nothing
+// cancels (a one-pass mean(d^2) - m^2 loses what the shift s = x_0 leaves to
+// cancel, up to a factor 1 + ((x_0 - mean) / std)^2); the pieces' moments are
+// then merged exactly (Chan, Golub and LeVeque's update), so a group larger
+// than the cache is read from memory once for its statistics and once for
+// its output. Formulas: see cpu/kernels.cpp.
 //
 // Part of the fused kernels of src/cpu/kernels.cpp and src/cpu/gated_kernels.cpp,
 // inside their per-capability namespace.
@@ -110,10 +113,10 @@ inline void for_each_register(int64_t n, F f) {
 }
 
 // --------------------------------------------- one group, features last ---
-// The forward of a group of G contiguous features takes three passes, each a
+// The forward of a group of G contiguous features takes two sweeps, each a
 // function of a range of its features so that a split group runs them piece
-// by piece: the sum of the values shifted by s = x_0 (PLN only), the sum of
-// squares of the centred values, and the output. Scalar twin:
+// by piece: the statistics (PLN: each piece's moments, two passes over the
+// piece in L1; PLS: the sum of squares), and the output. Scalar twin:
 // forward_groups (kernels/features_last.h).
 
 // sum_j (x_j - s) over [begin, end).
@@ -136,6 +139,43 @@ inline void centred_squares(const typename V::Value* x, typename V::Value s, typ
     acc[0] = W::fmadd(d, d, acc[0]);
   }, out);
 }
+
+// The moments of the features [begin, end) of a group shifted by s, for
+// statistics taken in one sweep over memory: n, the sum of d_j = x_j - s, and
+// the sum of squares about the piece's own mean a (rounded to T), in two
+// passes over a piece that stays in L1 between them.
+struct PieceMoments {
+  double n, sum, squares, a;
+};
+
+template <typename V>
+inline PieceMoments piece_moments(const typename V::Value* x, typename V::Value s, int64_t begin, int64_t end) {
+  using T = typename V::Value;
+  PieceMoments piece{static_cast<double>(end - begin), 0.0, 0.0, 0.0};
+  double out[1];
+  shifted_sum<V>(x, s, begin, end, out);
+  piece.sum = out[0];
+  const T a = static_cast<T>(piece.sum / piece.n);
+  centred_squares<V, true>(x, s, a, begin, end, out);
+  piece.squares = out[0];
+  piece.a = static_cast<double>(a);
+  return piece;
+}
+
+// A group's moments, its pieces merged in order: the sum of the shifted
+// values, and the sum of squares about their mean, each piece's moved from its
+// rounded mean a to its exact one (sum (d - a)^2 = sum (d - mu)^2 + n (a - mu)^2)
+// and then to the group's, all in double, so nothing cancels.
+struct GroupMoments {
+  double n = 0, sum = 0, mean = 0, squares = 0;
+  void add(const PieceMoments& p) {
+    const double mu = p.sum / p.n, total = n + p.n, delta = mu - mean;
+    squares += (p.squares - p.n * (p.a - mu) * (p.a - mu)) + delta * delta * (n * p.n / total);
+    mean += delta * (p.n / total);
+    sum += p.sum;
+    n = total;
+  }
+};
 
 // The group's statistics from its sums: the shifted mean m from sum_j (x_j - s),
 // rstd from the sum of squares.
@@ -164,21 +204,24 @@ inline void write_normalised(const typename V::Value* x, typename V::Value* y, i
 }
 
 // A whole group's statistics: its shift s (PLN: its first value), the mean m of
-// the shifted values and rstd, each sum taken piece by piece.
+// the shifted values and rstd; PLN's from its pieces' moments, PLS's from the
+// sum of squares taken piece by piece.
 template <typename V, bool kCenter>
 inline void group_statistics(const typename V::Value* x, int64_t G, double eps, typename V::Value& s,
                              typename V::Value& m, typename V::Value& rstd) {
   using T = typename V::Value;
   s = kCenter ? x[0] : T(0);
   m = T(0);
-  double sum[1];
   if (kCenter) {
-    piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) { shifted_sum<V>(x, s, begin, end, out); },
-                      sum);
-    m = mean_of<T>(sum[0], G);
+    GroupMoments group;
+    for (int64_t p = 0; p < pieces_of(G); ++p) group.add(piece_moments<V>(x, s, piece_begin(p), piece_end(p, G)));
+    m = mean_of<T>(group.sum, G);
+    rstd = rstd_of<T>(group.squares, G, eps);
+    return;
   }
+  double sum[1];
   piecewise_sums<1>(G, [&](int64_t begin, int64_t end, double (&out)[1]) {
-    centred_squares<V, kCenter>(x, s, m, begin, end, out);
+    centred_squares<V, false>(x, s, m, begin, end, out);
   }, sum);
   rstd = rstd_of<T>(sum[0], G, eps);
 }
