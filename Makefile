@@ -53,13 +53,13 @@ test: build
 # The library, its tests, benchmarks and examples without the experiments and
 # the command line: the build must not need them. The Python suites and the
 # installed copy take the same library in `make test`.
-LIBRARY_CTEST_EXCLUDE ?= ^(python_|install_)
+LIBRARY_CTEST_EXCLUDE ?= ^(python|install)$$
 $(LIBRARY_BUILD_DIR)/build.ninja: | bootstrap
 	cmake -S . -B $(LIBRARY_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLN_BUILD_APPS=OFF $(CMAKE_ARGS)
 
 test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 	cmake --build $(LIBRARY_BUILD_DIR) -j $(JOBS)
-	cd $(LIBRARY_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -E '$(LIBRARY_CTEST_EXCLUDE)' $(CTEST_ARGS)
+	cd $(LIBRARY_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE '$(LIBRARY_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
 # -O1: the sanitizers' checks cost enough without -O3's compile time; unity
 # builds (several sources a compilation) halve the experiments' compile time.
@@ -68,7 +68,7 @@ test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 # as sanitize_experiment_tests), slurm_cluster (Slurm's daemons, not our code) and
 # results_rerun_matches_records (an -O1 build need not give -O3's last bits).
 SANITIZE_BUILD_DIR ?= build-sanitize
-SANITIZE_CTEST_EXCLUDE ?= ^(python_|install_|bench_|slurm_|results_|cli_validate$$)
+SANITIZE_CTEST_EXCLUDE ?= ^(python|install|bench|slurm|results|unit_binaries)$$
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
   LSAN_OPTIONS=suppressions=$(abspath tests/sanitize/lsan.supp):print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -79,7 +79,7 @@ $(SANITIZE_BUILD_DIR)/build.ninja: | bootstrap
 test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
 	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS)
 	cd $(SANITIZE_BUILD_DIR) && $(SANITIZE_ENV) \
-	  ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_CTEST_EXCLUDE)' $(CTEST_ARGS)
+	  ctest --output-on-failure -j $(JOBS) -LE '$(SANITIZE_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
@@ -95,8 +95,10 @@ venv: bootstrap
 # rather than skip without it). Left out, as they do not depend on the torch
 # they link and run in `make test`: the C++ benchmarks and examples, the CUDA
 # kernels on the CPU, the library binary at each lesser capability, the attacks
-# on records and malformed files, Slurm, and the checks of the sources and docs.
-TORCH2_CTEST_EXCLUDE ?= ^(library_tests_|kernels_|cli_untrusted_|cli_malformed_files$$|slurm_|docs_|results_|cpu_kernels_|bench_groups_figure)
+# on records and malformed files, Slurm, the shipped cells' rerun and the
+# checks of the sources and docs. Each leg picks tests by their CTest labels
+# (tests/CMakeLists.txt says what each label means).
+TORCH2_CTEST_EXCLUDE ?= ^(capability|attacks|slurm|sources|results)$$
 $(TORCH2_BUILD_DIR)/build.ninja: | venv
 	cmake -S . -B $(TORCH2_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DPLN_TORCH_PYTHON=$(abspath $(VENV))/bin/python -DPLN_BUILD_BENCH=OFF -DPLN_BUILD_EXAMPLES=OFF \
@@ -105,7 +107,7 @@ $(TORCH2_BUILD_DIR)/build.ninja: | venv
 test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 	cmake --build $(TORCH2_BUILD_DIR) -j $(JOBS)
 	cd $(TORCH2_BUILD_DIR) && PLN_REQUIRE_INSTALLED=1 \
-	  ctest --output-on-failure -j $(JOBS) -E '$(TORCH2_CTEST_EXCLUDE)' $(CTEST_ARGS)
+	  ctest --output-on-failure -j $(JOBS) -LE '$(TORCH2_CTEST_EXCLUDE)' $(CTEST_ARGS)
 
 # aarch64 on this x86-64 machine: Debian's cross compiler, the arm64 GoogleTest
 # and zlib through multiarch, and LibTorch from pip's torch 2.11.0 aarch64
@@ -119,7 +121,7 @@ test-torch2: venv $(TORCH2_BUILD_DIR)/build.ninja
 # (library_tests, the default capability's run, is the NEON run again).
 AARCH64_BUILD_DIR ?= build-aarch64
 AARCH64_SITE = $(abspath third_party/aarch64/site)
-AARCH64_CTEST_INCLUDE ?= ^(library_tests_|kernels_|cli_demo_short$$|cpu_kernels_no_directives)
+AARCH64_CTEST_INCLUDE ?= ^cross$$
 aarch64-setup:
 	@scripts/aarch64-setup
 
@@ -130,7 +132,7 @@ $(AARCH64_BUILD_DIR)/build.ninja: | bootstrap aarch64-setup
 
 test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
 	cmake --build $(AARCH64_BUILD_DIR) -j $(JOBS) --target pln_library_tests pln_cli
-	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -R '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
+	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) build-pip
