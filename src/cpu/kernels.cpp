@@ -573,8 +573,10 @@ void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y
         const T* xs = x + off + i0;
         T* ys = y + off + i0;
         if (large) {
+          // The task's next slab: the next positions of this group, or the next group's first.
+          const T* next = i0 + chunk < I ? xs + chunk : s + 1 < end ? xs + (G * I - i0) : nullptr;
           forward_large_slab<NativeVec<T>, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
-                                                     sums.data());
+                                                     sums.data(), next);
         } else if (!forward_chunk_simd<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
                                                    next_chunk(i0, I, G, s + 1 < end), stream)) {
           forward_chunk<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps);
@@ -799,8 +801,9 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
         const T* mean_s = mean + s * I + i0;
         const T* rstd_s = rstd + s * I + i0;
         if (large) {
+          const int64_t next = i0 + chunk < I ? chunk : s + 1 < end ? G * I - i0 : 0;
           backward_large_slab<NativeVec<T>, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
-                                                      sums.data(), coef.data());
+                                                      sums.data(), coef.data(), next);
         } else if (!backward_chunk_simd<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
                                                     next_chunk(i0, I, G, s + 1 < end), stream)) {
           backward_chunk<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k);

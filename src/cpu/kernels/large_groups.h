@@ -524,11 +524,16 @@ inline void strided_sums(int64_t n, int64_t G, Terms terms, double* const (&out)
 }
 
 // The forward of n positions of one group (rows j at x + j * stride); mean and
-// rstd get one value per position. scratch: 2 * n doubles.
+// rstd get one value per position. scratch: 2 * n doubles. next: the slab the
+// task takes next (same stride and rows; or null), fetched into the cache
+// while this one's output is written: the slab's passes in L2 leave the memory
+// idle otherwise, and a slab's rows are too short for the hardware prefetchers
+// to run ahead.
 template <typename V, bool kCenter>
 inline void forward_large_slab(const typename V::Value* x, typename V::Value* y, int64_t stride, int64_t n,
                                int64_t G, const typename V::Value* w, const typename V::Value* b,
-                               typename V::Value* mean, typename V::Value* rstd, double eps, double* scratch) {
+                               typename V::Value* mean, typename V::Value* rstd, double eps, double* scratch,
+                               const typename V::Value* next) {
   using T = typename V::Value;
   double* sum = scratch;
   double* sumsq = scratch + n;
@@ -550,8 +555,10 @@ inline void forward_large_slab(const typename V::Value* x, typename V::Value* y,
   for (int64_t j = 0; j < G; ++j) {
     const T* xj = x + j * stride;
     T* yj = y + j * stride;
+    const T* next_j = next ? next + j * stride : nullptr;
     for_each_register<V>(n, [&](auto w_, int64_t i) {
       using W = decltype(w_);
+      if (next_j) __builtin_prefetch(next_j + i);
       const auto v = W::load(xj + i);
       const auto d = kCenter ? W::sub(W::sub(v, W::load(x + i)), W::load(mean + i)) : v;
       W::store(yj + i, W::fmadd(W::mul(d, W::load(rstd + i)), W::set1(w[j]), W::set1(b[j])));
@@ -561,13 +568,15 @@ inline void forward_large_slab(const typename V::Value* x, typename V::Value* y,
 }
 
 // The backward of n positions of one group; dw/db: the group's G double sums.
-// scratch: 3 * n doubles and 3 * n values of T.
+// scratch: 3 * n doubles and 3 * n values of T. next: the distance in elements
+// from this slab to the task's next (0: none), whose x and dy are fetched while
+// this one's dx is written (see forward_large_slab).
 template <typename V, bool kCenter>
 inline void backward_large_slab(const typename V::Value* dy, const typename V::Value* x, int64_t stride,
                                 int64_t n, int64_t G, const typename V::Value* mean,
                                 const typename V::Value* rstd, const typename V::Value* w,
                                 typename V::Value* dx, double* dw, double* db, double* scratch,
-                                typename V::Value* coef) {
+                                typename V::Value* coef, int64_t next) {
   using T = typename V::Value;
   double* s_gy = scratch;
   double* s_d = scratch + n;
@@ -602,6 +611,7 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     T tail_dyy = T(0), tail_dy = T(0);
     const auto position = [&](auto w_, int64_t i, auto& acc_dyy, auto& acc_dy) {
       using W = decltype(w_);
+      if (next) __builtin_prefetch(xj + next + i), __builtin_prefetch(dyj + next + i);
       const auto dyv = W::load(dyj + i);
       const auto r = W::load(rstd + i);
       const auto yv = W::mul(W::sub(W::sub(W::load(xj + i), W::load(mean + i)), W::load(bshift + i)), r);
