@@ -80,7 +80,7 @@ void PQNormOptions::validate() const {
 }
 
 void GatedNormOptions::validate() const {
-  detail::check_options(num_features_, num_per_group_, eps_, 2.0);
+  detail::check_options(num_features(), num_per_group(), eps(), 2.0);
   TORCH_CHECK(gate_position_ == "before" || gate_position_ == "after",
               "pln: gate_position must be \"before\" or \"after\" (the norm), got \"", gate_position_, "\"");
   TORCH_CHECK(activation_ == "silu" || activation_ == "sigmoid",

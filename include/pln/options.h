@@ -55,12 +55,14 @@ void check_options(int64_t num_features, int64_t num_per_group, double eps, doub
  private:                                                                   \
   T name##_
 
-/// What the options of every module of the family hold: the grouping, the
-/// layout, eps, centering, affine and the exponent p of the group statistic.
-/// A base in the way of torch::nn::ConvOptions: each setter returns `Derived`.
-template <typename Derived>
-struct NormOptionsBase {
-  NormOptionsBase(int64_t num_features, int64_t num_per_group)
+/// What the options of every norm of the family hold: C features on the
+/// feature axis in groups of g, eps, centering and affine; `kCenter` is
+/// centering's default (the gated norms' is false: the RMS norms they
+/// replace). A base in the way of torch::nn::ConvOptions: each setter returns
+/// `Derived`.
+template <typename Derived, bool kCenter = true>
+struct GroupedOptionsBase {
+  GroupedOptionsBase(int64_t num_features, int64_t num_per_group)
       : num_features_(num_features), num_per_group_(num_per_group) {}
 
   /// Number of features C on the feature axis.
@@ -70,9 +72,21 @@ struct NormOptionsBase {
   /// Added to the group statistic before the root. Default 1e-5.
   PLN_OPTIONS_ARG(double, eps) = 1e-5;
   /// Subtract the group mean (PLN). false gives parallel layer scaling (PLS).
-  PLN_OPTIONS_ARG(bool, centering) = true;
-  /// Learnable per-feature weight and bias (ones and zeros initially).
+  PLN_OPTIONS_ARG(bool, centering) = kCenter;
+  /// A learnable per-feature weight (ones initially), and a bias (zeros) but
+  /// in the gated norms, whose `bias` says.
   PLN_OPTIONS_ARG(bool, affine) = true;
+
+ public:
+  int64_t num_groups() const { return num_features_ / num_per_group_; }
+};
+
+/// The options of the ungated modules: the grouping above, the layout and the
+/// exponent p of the group statistic.
+template <typename Derived>
+struct NormOptionsBase : GroupedOptionsBase<Derived> {
+  using GroupedOptionsBase<Derived>::GroupedOptionsBase;
+
   /// Layout as in the original module: 2 -> [N, C], 3 -> [N, T, C], 4 -> [N, C, H, W].
   PLN_OPTIONS_ARG(int64_t, dim) = 4;
   /// Exponent of the group statistic mean(|x - mu|^p); p = 2 is the paper's operator.
@@ -83,10 +97,9 @@ struct NormOptionsBase {
  public:
   /// The layout in force: `layout` if set, else the one `dim` names.
   Layout resolved_layout() const { return detail::resolve_layout(dim_, layout_); }
-  int64_t num_groups() const { return num_features_ / num_per_group_; }
   /// Throws c10::Error naming the offending value if the options are impossible.
   void validate() const {
-    detail::check_options(num_features_, num_per_group_, eps_, p_);
+    detail::check_options(this->num_features(), this->num_per_group(), this->eps(), p_);
     resolved_layout();
   }
 };
@@ -100,23 +113,17 @@ struct ParallelLNOptions : NormOptionsBase<ParallelLNOptions> {
 };
 
 /// Options of pln::GatedNorm and pln::functional::gated_norm: the grouping of
-/// the last axis, eps, centering (false: PLS, an RMS norm per group), where
-/// the gate multiplies and its activation; the module's parameters.
+/// the last axis (centering false by default: PLS, an RMS norm per group;
+/// affine: the module's weight), where the gate multiplies and its activation.
 ///
 ///   pln::GatedNorm norm(pln::GatedNormOptions(5120, 640).eps(1e-6));  // Mamba-2's
-struct GatedNormOptions {
-  GatedNormOptions(int64_t num_features, int64_t num_per_group)
-      : num_features_(num_features), num_per_group_(num_per_group) {}
-  TORCH_ARG(int64_t, num_features);
-  TORCH_ARG(int64_t, num_per_group);
-  TORCH_ARG(double, eps) = 1e-5;
-  TORCH_ARG(bool, centering) = false;
+struct GatedNormOptions : GroupedOptionsBase<GatedNormOptions, /*kCenter=*/false> {
+  using GroupedOptionsBase::GroupedOptionsBase;
+
   /// "before": norm(x * act(gate)) (Mamba-2); "after": norm(x) * act(gate) (Gated DeltaNet).
   TORCH_ARG(std::string, gate_position) = "before";
   /// "silu" or "sigmoid".
   TORCH_ARG(std::string, activation) = "silu";
-  /// The module's learnable per-feature weight (ones initially).
-  TORCH_ARG(bool, affine) = true;
   /// With `affine`, also a learnable per-feature bias (zeros initially); the models' classes have none.
   TORCH_ARG(bool, bias) = false;
 
