@@ -99,92 +99,79 @@ def _register_rules() -> None:
     def opt(spec, placement):
         return None if spec is None else placement
 
-    def forward_rules(x, weight, bias, num_per_group: int, layout: str, outputs: int,
-                      trailing: int) -> List[Tuple[list, list]]:
-        """Rules of an op (input, weight, bias, <trailing non-tensor args>) ->
-        `outputs` tensors shaped like the input (with groups for features)."""
-        axis = FEATURE_AXIS[layout]
-        ndim = len(x.shape)
-        rules = []
-        rest = [None] * trailing
+    def rules(x, weight, bias, num_per_group: int, axis: int, outputs: list,
+              inputs: list) -> List[Tuple[list, list]]:
+        """The placements an op accepts: its outputs' and its inputs' for each.
+        Each tensor is "x" (placed as the input is: the input, the gate, the
+        saved statistics, the input's and gate's gradients), "grad" (a weight's
+        or bias's gradient: partial sums when rows are sharded), or a weight or
+        bias itself, given as ("param", tensor or None); None is a non-tensor
+        argument. The input replicated, sharded along a row axis, or along its
+        features in whole groups a rank (with the parameters and their
+        gradients), so that no rule needs a collective."""
+        def rule(x_placement, param_placement, grad_placement):
+            def place(kind):
+                if kind == "x":
+                    return x_placement
+                if kind == "grad":
+                    return grad_placement
+                return None if kind is None else opt(kind[1], param_placement)
+            return [place(o) for o in outputs], [place(a) for a in inputs]
 
-        def rule(x_placement, param_placement):
-            return ([x_placement] * outputs,
-                    [x_placement, opt(weight, param_placement), opt(bias, param_placement)] + rest)
-
-        rules.append(rule(Replicate(), Replicate()))
-        for d in range(ndim):
+        found = [rule(Replicate(), Replicate(), Replicate())]
+        for d in range(len(x.shape)):
             if d != axis:
-                rules.append(rule(Shard(d), Replicate()))
+                found.append(rule(Shard(d), Replicate(), Partial()))
         if feature_sharding_ok(x, weight, bias, num_per_group, axis):
-            rules.append(rule(Shard(axis), Shard(0)))
-        return rules
+            found.append(rule(Shard(axis), Shard(0), Shard(0)))
+        return found
+
+    def params(weight, bias):
+        return [("param", weight), ("param", bias)]
 
     @register_sharding(ops.parallel_ln.default)
     def _parallel_ln(input, weight, bias, num_features, num_per_group, eps=1e-5, centering=True,
                      layout="nchw", p=2.0):
-        return forward_rules(input, weight, bias, num_per_group, layout, 1, 6)
+        return rules(input, weight, bias, num_per_group, FEATURE_AXIS[layout], ["x"],
+                     ["x"] + params(weight, bias) + [None] * 6)
 
     @register_sharding(ops.pq_norm.default)
     def _pq_norm(input, weight, bias, num_features, num_per_group, p=2.0, q=2.0, eps=1e-5,
                  centering=True, layout="nchw"):
-        return forward_rules(input, weight, bias, num_per_group, layout, 1, 7)
+        return rules(input, weight, bias, num_per_group, FEATURE_AXIS[layout], ["x"],
+                     ["x"] + params(weight, bias) + [None] * 7)
 
     @register_sharding(ops.parallel_ln_forward.default)
     def _parallel_ln_forward(input, weight, bias, num_features, num_per_group, eps=1e-5,
                              centering=True, layout="nchw"):
-        return forward_rules(input, weight, bias, num_per_group, layout, 3, 5)
+        return rules(input, weight, bias, num_per_group, FEATURE_AXIS[layout], ["x"] * 3,
+                     ["x"] + params(weight, bias) + [None] * 5)
 
     @register_sharding(ops.parallel_ln_backward.default)
     def _parallel_ln_backward(grad_output, input, mean, rstd, weight, num_features, num_per_group,
                               eps=1e-5, centering=True, layout="nchw"):
-        axis = FEATURE_AXIS[layout]
-        rest = [None] * 5
-
-        def rule(x_placement, weight_placement, grad_param_placement):
-            return ([x_placement, grad_param_placement, grad_param_placement],
-                    [x_placement] * 4 + [opt(weight, weight_placement)] + rest)
-
-        rules = [rule(Replicate(), Replicate(), Replicate())]
-        for d in range(len(input.shape)):
-            if d != axis:
-                rules.append(rule(Shard(d), Replicate(), Partial()))
-        if feature_sharding_ok(input, weight, None, num_per_group, axis):
-            rules.append(rule(Shard(axis), Shard(0), Shard(0)))
-        return rules
+        return rules(input, weight, None, num_per_group, FEATURE_AXIS[layout], ["x", "grad", "grad"],
+                     ["x"] * 4 + [("param", weight)] + [None] * 5)
 
     # The gated norm (features last): the gate, the saved statistics ([..., C / g])
     # and the gradients of input and gate are placed as the input is.
-    def gated_rules(x, weight, bias, num_per_group: int, tensors_in: int, outputs_like_x: int,
-                    param_outputs: int, trailing: int) -> List[Tuple[list, list]]:
-        axis = len(x.shape) - 1
-        rest = [None] * trailing
-
-        def rule(x_placement, param_placement, grad_param_placement):
-            return ([x_placement] * outputs_like_x + [grad_param_placement] * param_outputs,
-                    [x_placement] * tensors_in + [opt(weight, param_placement), opt(bias, param_placement)] + rest)
-
-        rules = [rule(Replicate(), Replicate(), Replicate())]
-        for d in range(axis):
-            rules.append(rule(Shard(d), Replicate(), Partial()))
-        if feature_sharding_ok(x, weight, bias, num_per_group, axis):
-            rules.append(rule(Shard(axis), Shard(0), Shard(0)))
-        return rules
-
     @register_sharding(ops.gated_norm.default)
     def _gated_norm(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,
                     gate_position="before", activation="silu"):
-        return gated_rules(input, weight, bias, num_per_group, 2, 1, 0, 6)
+        return rules(input, weight, bias, num_per_group, len(input.shape) - 1, ["x"],
+                     ["x"] * 2 + params(weight, bias) + [None] * 6)
 
     @register_sharding(ops.gated_norm_forward.default)
     def _gated_norm_forward(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,
                             gate_position="before", activation="silu"):
-        return gated_rules(input, weight, bias, num_per_group, 2, 3, 0, 6)
+        return rules(input, weight, bias, num_per_group, len(input.shape) - 1, ["x"] * 3,
+                     ["x"] * 2 + params(weight, bias) + [None] * 6)
 
     @register_sharding(ops.gated_norm_backward.default)
     def _gated_norm_backward(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group,
                              eps=1e-5, centering=False, gate_position="before", activation="silu"):
-        return gated_rules(input, weight, bias, num_per_group, 5, 2, 2, 6)
+        return rules(input, weight, bias, num_per_group, len(input.shape) - 1, ["x"] * 2 + ["grad"] * 2,
+                     ["x"] * 5 + params(weight, bias) + [None] * 6)
 
 
 _feature_sharded = None
