@@ -8,9 +8,9 @@
 // the composite gradient formulas, which autograd differentiates again.
 // Everything else runs the composite ATen ops, differentiable to any order.
 
+#include "ops/autograd_support.h"
 #include "ops/ops.h"
 
-#include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/autograd.h>
 
@@ -23,26 +23,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
-bool requires_grad(const OptionalTensor& t) { return t.has_value() && t->requires_grad(); }
-
-// Whether autograd will record this call.
-template <typename... Tensors>
-bool wants_grad(const Tensors&... tensors) {
-  return at::GradMode::is_enabled() && (requires_grad(tensors) || ...);
-}
-
-bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
-bool has_tangent(const OptionalTensor& t) { return t.has_value() && has_tangent(*t); }
-
-// Whether forward-mode AD (dual tensors, torch.func.jvp and jacfwd) carries a
-// tangent on an input. ParallelLNFunction has no forward formula (and the
-// kernels below autograd would drop the tangent silently): such calls run the
-// composite ATen ops, whose forward-mode formulas autograd has.
-template <typename... Tensors>
-bool wants_tangent(const Tensors&... tensors) {
-  return (has_tangent(tensors) || ...);
-}
+using autograd_support::placeholder;
+using autograd_support::SavedGrouping;
+using autograd_support::unless_placeholder;
+using autograd_support::wants_grad;
+using autograd_support::wants_tangent;
 
 class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> {
  public:
@@ -56,20 +41,14 @@ class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> 
     // Below autograd, or this op's own autograd kernel would run again.
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     auto [output, mean, rstd] = ops::parallel_ln_forward(
-        input, has_weight ? OptionalTensor(weight_or_empty) : OptionalTensor(),
-        has_bias ? OptionalTensor(bias_or_empty) : OptionalTensor(), num_features, num_per_group, eps,
-        centering, layout);
+        input, unless_placeholder(has_weight, weight_or_empty), unless_placeholder(has_bias, bias_or_empty),
+        num_features, num_per_group, eps, centering, layout);
     ctx->save_for_backward({input, weight_or_empty, bias_or_empty, mean, rstd});
     ctx->mark_non_differentiable({mean, rstd});
     // The statistics' gradients are never used: without this, autograd would
     // fill a zero tensor for each of them before every backward.
     ctx->set_materialize_grads(false);
-    ctx->saved_data["has_weight"] = has_weight;
-    ctx->saved_data["has_bias"] = has_bias;
-    ctx->saved_data["num_features"] = num_features;
-    ctx->saved_data["num_per_group"] = num_per_group;
-    ctx->saved_data["eps"] = eps;
-    ctx->saved_data["centering"] = centering;
+    SavedGrouping{has_weight, has_bias, num_features, num_per_group, eps, centering}.save(ctx);
     ctx->saved_data["layout"] = layout;
     return {output, mean, rstd};
   }
@@ -82,24 +61,18 @@ class ParallelLNFunction : public torch::autograd::Function<ParallelLNFunction> 
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];
     const at::Tensor& bias = saved[2];
-    const bool has_weight = ctx->saved_data["has_weight"].toBool();
-    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    const auto g = SavedGrouping::load(ctx);
     const std::string layout = ctx->saved_data["layout"].toStringRef();
-    auto [dx, dweight, dbias] = ops::parallel_ln_backward(
-        grad_outputs[0], input, saved[3], saved[4], has_weight ? OptionalTensor(weight) : OptionalTensor(),
-        ctx->saved_data["num_features"].toInt(), ctx->saved_data["num_per_group"].toInt(),
-        ctx->saved_data["eps"].toDouble(), ctx->saved_data["centering"].toBool(), layout);
+    auto [dx, dweight, dbias] =
+        ops::parallel_ln_backward(grad_outputs[0], input, saved[3], saved[4], unless_placeholder(g.has_weight, weight),
+                                  g.num_features, g.num_per_group, g.eps, g.centering, layout);
     const at::Tensor none;
     return {ctx->needs_input_grad(0) ? dx : none,
-            has_weight && ctx->needs_input_grad(1) ? dweight.reshape_as(weight) : none,
-            has_bias && ctx->needs_input_grad(2) ? dbias.reshape_as(bias) : none,
+            g.has_weight && ctx->needs_input_grad(1) ? dweight.reshape_as(weight) : none,
+            g.has_bias && ctx->needs_input_grad(2) ? dbias.reshape_as(bias) : none,
             none, none, none, none, none, none, none};
   }
 };
-
-at::Tensor placeholder(const OptionalTensor& t, const at::Tensor& input) {
-  return t.has_value() ? *t : at::empty({0}, input.options());
-}
 
 }  // namespace
 

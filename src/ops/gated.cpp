@@ -18,6 +18,8 @@
 
 #include "ops/gated.h"
 
+#include "ops/autograd_support.h"
+
 #include "cpu/gated_kernels.h"
 
 #include <ATen/ATen.h>
@@ -322,6 +324,11 @@ Tensor4 meta_backward_kernel(const at::Tensor& grad_output, const at::Tensor& in
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+using autograd_support::placeholder;
+using autograd_support::SavedGrouping;
+using autograd_support::unless_placeholder;
+using autograd_support::wants_grad;
+using autograd_support::wants_tangent;
 
 class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
  public:
@@ -331,17 +338,11 @@ class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
                                bool has_bias, int64_t num_features, int64_t num_per_group, double eps,
                                bool centering, const std::string& gate_position, const std::string& activation) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    const OptionalTensor weight = has_weight ? OptionalTensor(weight_or_empty) : OptionalTensor();
-    const OptionalTensor bias = has_bias ? OptionalTensor(bias_or_empty) : OptionalTensor();
-    auto [y, mean, rstd] = call_forward(input, gate, weight, bias, num_features, num_per_group, eps, centering,
-                                        gate_position, activation);
+    auto [y, mean, rstd] = call_forward(input, gate, unless_placeholder(has_weight, weight_or_empty),
+                                        unless_placeholder(has_bias, bias_or_empty), num_features, num_per_group,
+                                        eps, centering, gate_position, activation);
     ctx->save_for_backward({input, gate, weight_or_empty, bias_or_empty, mean, rstd});
-    ctx->saved_data["has_weight"] = has_weight;
-    ctx->saved_data["has_bias"] = has_bias;
-    ctx->saved_data["num_features"] = num_features;
-    ctx->saved_data["num_per_group"] = num_per_group;
-    ctx->saved_data["eps"] = eps;
-    ctx->saved_data["centering"] = centering;
+    SavedGrouping{has_weight, has_bias, num_features, num_per_group, eps, centering}.save(ctx);
     ctx->saved_data["gate_position"] = gate_position;
     ctx->saved_data["activation"] = activation;
     return {y};
@@ -349,45 +350,35 @@ class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const bool has_weight = ctx->saved_data["has_weight"].toBool(), has_bias = ctx->saved_data["has_bias"].toBool();
-    const OptionalTensor weight = has_weight ? OptionalTensor(saved[2]) : OptionalTensor();
-    const OptionalTensor bias = has_bias ? OptionalTensor(saved[3]) : OptionalTensor();
+    const auto g = SavedGrouping::load(ctx);
     const std::string position = ctx->saved_data["gate_position"].toStringRef();
     const std::string act = ctx->saved_data["activation"].toStringRef();
-    auto [dx, dz, dw, db] = call_backward(
-        grad_outputs[0], saved[0], saved[1], saved[4], saved[5], weight, bias, ctx->saved_data["num_features"].toInt(),
-        ctx->saved_data["num_per_group"].toInt(), ctx->saved_data["eps"].toDouble(),
-        ctx->saved_data["centering"].toBool(), position, act);
+    auto [dx, dz, dw, db] = call_backward(grad_outputs[0], saved[0], saved[1], saved[4], saved[5],
+                                          unless_placeholder(g.has_weight, saved[2]),
+                                          unless_placeholder(g.has_bias, saved[3]), g.num_features,
+                                          g.num_per_group, g.eps, g.centering, position, act);
     const at::Tensor none;
     return {ctx->needs_input_grad(0) ? dx : none,
             ctx->needs_input_grad(1) ? dz : none,
-            has_weight && ctx->needs_input_grad(2) ? dw.reshape_as(saved[2]) : none,
-            has_bias && ctx->needs_input_grad(3) ? db.reshape_as(saved[3]) : none,
+            g.has_weight && ctx->needs_input_grad(2) ? dw.reshape_as(saved[2]) : none,
+            g.has_bias && ctx->needs_input_grad(3) ? db.reshape_as(saved[3]) : none,
             none, none, none, none, none, none, none, none};
   }
 };
 
-bool records(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
-bool records(const OptionalTensor& t) { return t.has_value() && t->requires_grad(); }
-bool tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
-bool tangent(const OptionalTensor& t) { return t.has_value() && tangent(*t); }
-
 at::Tensor autograd_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const bool tangents = tangent(input) || tangent(gate) || tangent(weight) || tangent(bias);
-  const bool grads = at::GradMode::is_enabled() && (records(input) || records(gate) || records(weight) ||
-                                                    records(bias));
+  const bool tangents = wants_tangent(input, gate, weight, bias), grads = wants_grad(input, gate, weight, bias);
   if (!tangents && !grads) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     static const auto op = handle<GatedNormFn>("pln::gated_norm");
     return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
   }
   if (!tangents && fused(input)) {
-    const auto placeholder = [&](const OptionalTensor& t) { return t.has_value() ? *t : at::empty({0}, input.options()); };
-    return GatedNormFunction::apply(input, gate, placeholder(weight), placeholder(bias), weight.has_value(),
-                                    bias.has_value(), num_features, num_per_group, eps, centering,
-                                    text(gate_position), text(activation))[0];
+    return GatedNormFunction::apply(input, gate, placeholder(weight, input), placeholder(bias, input),
+                                    weight.has_value(), bias.has_value(), num_features, num_per_group, eps,
+                                    centering, text(gate_position), text(activation))[0];
   }
   // Forward-mode tangents, or inputs without fused kernels: the composite formulation, recorded by autograd.
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
@@ -399,9 +390,7 @@ Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
                                  const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
                                  const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                                  bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const bool graph = at::GradMode::is_enabled() && (records(grad_output) || records(input) || records(gate) ||
-                                                    records(weight) || records(bias));
-  if (!graph) {
+  if (!wants_grad(grad_output, input, gate, weight, bias)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return call_backward(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group, eps,
                          centering, gate_position, activation);
