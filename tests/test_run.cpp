@@ -213,6 +213,16 @@ TEST(StartUp, NothingToAddMeansNoRestart) {
   EXPECT_TRUE(start_settings(again).empty());
 }
 
+TEST(StartUp, TheMarkOfARestartIsNotInherited) {
+  ::setenv("PLN_STARTED_AGAIN_WITH", "GOMP_SPINCOUNT=30000", 1);
+  std::string pln = "pln";
+  char* argv[] = {pln.data(), nullptr};
+  EXPECT_TRUE(start_state(argv).started_again);
+  EXPECT_EQ(std::getenv("PLN_STARTED_AGAIN_WITH"), nullptr);  // a child this process starts is no restart
+  EXPECT_EQ(how_started(), "again with GOMP_SPINCOUNT=30000");
+  EXPECT_FALSE(start_state(argv).started_again);
+}
+
 TEST(StartUp, ThreadsFromTheCommandLine) {
   std::vector<std::string> words = {"pln", "pinn", "--threads", "1"};
   auto state_of = [&] {

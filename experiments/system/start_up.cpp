@@ -26,6 +26,14 @@ bool asks_for_one_thread(char** argv) {
   return false;
 }
 
+// What this process was started again with ("" when it started once): taken
+// from the environment by start_state(), so that the programs it starts (a
+// grid's workers) do not inherit the mark of a restart they did not have.
+std::string& started_again_with() {
+  static std::string with;
+  return with;
+}
+
 bool runs_on_one_cpu() {
   cpu_set_t cpus;
   return ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) <= 1;
@@ -35,7 +43,11 @@ bool runs_on_one_cpu() {
 
 StartState start_state(char** argv) {
   StartState state;
-  state.started_again = std::getenv(kStartedAgainVariable) != nullptr;
+  if (const char* with = std::getenv(kStartedAgainVariable)) {
+    state.started_again = true;
+    started_again_with() = with;
+    ::unsetenv(kStartedAgainVariable);
+  }
   state.user_wait_policy = std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
   state.one_thread = asks_for_one_thread(argv);
   state.one_cpu = runs_on_one_cpu();
@@ -68,8 +80,8 @@ void start_again_with(const std::vector<EnvSetting>& settings, char** argv) {
 }
 
 std::string how_started() {
-  const char* with = std::getenv(kStartedAgainVariable);
-  return with != nullptr ? fmt::format("again with {}", with) : "once";
+  const std::string& with = started_again_with();
+  return with.empty() ? "once" : fmt::format("again with {}", with);
 }
 
 }  // namespace pln::exp

@@ -33,6 +33,8 @@ struct StartState {
 };
 
 /// This process's state: its environment, its arguments and its CPU affinity.
+/// Takes the mark of a restart out of the environment (kept for how_started()),
+/// so that the programs this one starts are not taken for restarts.
 StartState start_state(char** argv);
 
 /// The settings to start again with: GOMP_SPINCOUNT=30000 unless the user
