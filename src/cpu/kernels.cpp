@@ -547,6 +547,13 @@ struct StridedPlan {
   bool stream;    // `out` written around the cache
 };
 
+// Elements from a task's slab (positions i0.. of one group) to the slab it
+// takes next: the group's next positions, or the next group's first; 0: none.
+inline int64_t next_slab(int64_t i0, int64_t chunk, int64_t I, int64_t G, bool more_groups) {
+  if (i0 + chunk < I) return chunk;
+  return more_groups ? G * I - i0 : 0;
+}
+
 template <typename T>
 StridedPlan strided_plan(const Geometry& g, const T* out) {
   const bool large = large_group(g.group);
@@ -573,10 +580,9 @@ void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y
         const T* xs = x + off + i0;
         T* ys = y + off + i0;
         if (large) {
-          // The task's next slab: the next positions of this group, or the next group's first.
-          const T* next = i0 + chunk < I ? xs + chunk : s + 1 < end ? xs + (G * I - i0) : nullptr;
+          const int64_t ahead = next_slab(i0, chunk, I, G, s + 1 < end);
           forward_large_slab<NativeVec<T>, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
-                                                     sums.data(), next);
+                                                     sums.data(), ahead ? xs + ahead : nullptr);
         } else if (!forward_chunk_simd<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
                                                    next_chunk(i0, I, G, s + 1 < end), stream)) {
           forward_chunk<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps);
@@ -801,9 +807,10 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
         const T* mean_s = mean + s * I + i0;
         const T* rstd_s = rstd + s * I + i0;
         if (large) {
-          const int64_t next = i0 + chunk < I ? chunk : s + 1 < end ? G * I - i0 : 0;
+          const int64_t ahead = next_slab(i0, chunk, I, G, s + 1 < end);
           backward_large_slab<NativeVec<T>, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
-                                                      sums.data(), coef.data(), next);
+                                                      sums.data(), coef.data(), ahead ? xs + ahead : nullptr,
+                                                      ahead ? dys + ahead : nullptr);
         } else if (!backward_chunk_simd<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
                                                     next_chunk(i0, I, G, s + 1 < end), stream)) {
           backward_chunk<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k);

@@ -568,15 +568,16 @@ inline void forward_large_slab(const typename V::Value* x, typename V::Value* y,
 }
 
 // The backward of n positions of one group; dw/db: the group's G double sums.
-// scratch: 3 * n doubles and 3 * n values of T. next: the distance in elements
-// from this slab to the task's next (0: none), whose x and dy are fetched while
-// this one's dx is written (see forward_large_slab).
+// scratch: 3 * n doubles and 3 * n values of T. next_x/next_dy: the task's
+// next slab (or null), fetched while this one's dx is written (see
+// forward_large_slab).
 template <typename V, bool kCenter>
 inline void backward_large_slab(const typename V::Value* dy, const typename V::Value* x, int64_t stride,
                                 int64_t n, int64_t G, const typename V::Value* mean,
                                 const typename V::Value* rstd, const typename V::Value* w,
                                 typename V::Value* dx, double* dw, double* db, double* scratch,
-                                typename V::Value* coef, int64_t next) {
+                                typename V::Value* coef, const typename V::Value* next_x,
+                                const typename V::Value* next_dy) {
   using T = typename V::Value;
   double* s_gy = scratch;
   double* s_d = scratch + n;
@@ -604,6 +605,8 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     const T* xj = x + j * stride;
     const T* dyj = dy + j * stride;
     T* dxj = dx ? dx + j * stride : nullptr;
+    const T* next_xj = next_x ? next_x + j * stride : nullptr;
+    const T* next_dyj = next_dy ? next_dy + j * stride : nullptr;
     // Row j's terms of dweight and dbias, in registers along the row, widened
     // every kFlushSteps registers (each lane adds at most that many values).
     typename V::V sum_dyy = V::zero(), sum_dy = V::zero();
@@ -611,7 +614,7 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     T tail_dyy = T(0), tail_dy = T(0);
     const auto position = [&](auto w_, int64_t i, auto& acc_dyy, auto& acc_dy) {
       using W = decltype(w_);
-      if (next) __builtin_prefetch(xj + next + i), __builtin_prefetch(dyj + next + i);
+      if (next_xj) __builtin_prefetch(next_xj + i), __builtin_prefetch(next_dyj + i);
       const auto dyv = W::load(dyj + i);
       const auto r = W::load(rstd + i);
       const auto yv = W::mul(W::sub(W::sub(W::load(xj + i), W::load(mean + i)), W::load(bshift + i)), r);
