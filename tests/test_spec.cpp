@@ -12,6 +12,7 @@
 #include <spec/config.h>
 #include <spec/experiment.h>
 #include <spec/keys.h>
+#include <spec/schema.h>
 #include <sweep/cells.h>
 
 #include <algorithm>
@@ -224,6 +225,60 @@ TEST(Spec, ATableRefusesDefaultsItDoesNotAllow) {
   config.erase("kind");
   config["steps"] = 3;
   EXPECT_EQ(error_of([&] { table.validate(config); }), "toy: the configuration lacks key 'kind'");
+}
+
+struct ToyPart {
+  double rate = 0;
+};
+
+struct Toy {
+  int64_t steps = 0;
+  std::string kind;
+  bool flag = false;
+  ToyPart part;
+};
+
+Schema<Toy> toy_schema(Schema<Toy>::Check check = {}) {
+  return Schema<Toy>("toy",
+                     {field(&Toy::steps, integer("steps", 3, at_least(1), "steps")),
+                      field(&Toy::kind, choice("kind", "a", {"a", "b"}, "kind")),
+                      field(&Toy::part, field(&ToyPart::rate, number("rate", 0.5, above(0), "rate"))),
+                      field(&Toy::flag, boolean("flag", false, "flag"))},
+                     std::move(check));
+}
+
+TEST(Schema, ReadsEveryKeyIntoItsMember) {
+  const auto schema = toy_schema();
+  Config config = schema.table().defaults();
+  EXPECT_EQ(config.dump(), R"({"steps":3,"kind":"a","rate":0.5,"flag":false})");
+  schema.table().apply(config, std::vector<std::string>{"steps=7", "kind=b", "rate=0.25", "flag=true"});
+  const Toy toy = schema.read(config);
+  EXPECT_EQ(toy.steps, 7);
+  EXPECT_EQ(toy.kind, "b");
+  EXPECT_EQ(toy.part.rate, 0.25);
+  EXPECT_TRUE(toy.flag);
+}
+
+TEST(Schema, ReadingValidatesAndTheCheckSeesTheStruct) {
+  const auto schema = toy_schema([](const Toy& t) {
+    if (t.kind == "b" && t.steps > 5) throw ConfigError("kind b takes at most 5 steps");
+  });
+  Config config = schema.table().defaults();
+  config["rate"] = -1.0;
+  EXPECT_EQ(error_of([&] { schema.read(config); }), "toy: rate must be > 0, got -1");
+  config = schema.table().defaults();
+  schema.table().apply(config, std::vector<std::string>{"steps=6", "kind=b"});
+  EXPECT_EQ(error_of([&] { schema.read(config); }), "toy: kind b takes at most 5 steps");
+  EXPECT_EQ(error_of([&] { schema.table().validate(config); }), "toy: kind b takes at most 5 steps");
+}
+
+TEST(Schema, AKeyBoundToAMemberOfAnotherTypeIsRefused) {
+  EXPECT_EQ(error_of([] { (void)field(&Toy::steps, number("steps", 1.0, "steps")); }),
+            "key 'steps' is bound to a member of another type than its default's");
+  EXPECT_EQ(error_of([] { (void)field(&Toy::kind, integer("kind", 1, "kind")); }),
+            "key 'kind' is bound to a member of another type than its default's");
+  EXPECT_EQ(error_of([] { (void)field(&ToyPart::rate, integer("rate", 1, "rate")); }),
+            "key 'rate' is bound to a member of another type than its default's");
 }
 
 // Records list the configuration's keys in config.json's order: the table's.

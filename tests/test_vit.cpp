@@ -147,9 +147,9 @@ TEST(VitModel, BadOptionsNameTheProblem) {
   EXPECT_NE(options([](auto& o) { o.drop_path = 1.0; }).find("drop_path must be in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of([] { vit::size_defaults("huge"); }).find("size must be micro, tiny or small, got 'huge'"),
             std::string::npos);
-  Config c = vit::key_table().defaults();
+  Config c = vit::schema().table().defaults();
   c["width"] = -1;
-  EXPECT_NE(error_of([&] { vit::key_table().validate(c); }).find("width must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of([&] { vit::schema().table().validate(c); }).find("width must be >= 0"), std::string::npos);
 }
 
 TEST(VitModel, DropPathOnlyInTraining) {
@@ -163,7 +163,7 @@ TEST(VitModel, DropPathOnlyInTraining) {
 }
 
 Config tiny_run_config() {
-  Config c = vit::key_table().defaults();
+  Config c = vit::schema().table().defaults();
   c.update(Config{{"n_train", 96}, {"n_test", 64}, {"width", 16}, {"blocks", 1}, {"heads", 2}, {"group", 4},
                   {"epochs", 3}, {"batch_size", 32}, {"warmup", 3}, {"drop_path", 0.1}, {"label_smoothing", 0.1}});
   return c;
@@ -200,7 +200,7 @@ TEST(VitTraining, BadTrainingKeysNameTheProblem) {
   const auto error_for = [&](const char* key, const Config& value) {
     Config c = tiny_run_config();
     c[key] = value;
-    return error_of([&] { vit::key_table().validate(c); });
+    return error_of([&] { vit::schema().table().validate(c); });
   };
   EXPECT_NE(error_for("label_smoothing", 1.0).find("label_smoothing must be in [0, 1), got 1"), std::string::npos);
   EXPECT_NE(error_for("clip_grad", -1.0).find("clip_grad must be >= 0"), std::string::npos);

@@ -39,6 +39,16 @@ torch::nn::Sequential make_net(const std::string& kind, int64_t width, int64_t g
 
 torch::Tensor target(const torch::Tensor& x) { return torch::cos(3 * M_PI * x); }
 
+// Cosine from lr to lr / 100, no warmup: what config.json records (to_config).
+Schedule demo_schedule(const DemoConfig& c) {
+  Schedule s;
+  s.kind = "cosine";
+  s.lr = c.lr;
+  s.warmup = 0;
+  s.floor = 0.01;
+  return s;
+}
+
 DemoResult train(const std::string& kind, const std::string& label, int64_t width,
                  const DemoConfig& c, const torch::Device& device) {
   torch::manual_seed(c.seed);
@@ -46,7 +56,7 @@ DemoResult train(const std::string& kind, const std::string& label, int64_t widt
   net->to(device);
   const auto x = torch::linspace(-1, 1, c.train_points).unsqueeze(1).to(device);
   const auto y = target(x);
-  const Schedule schedule = schedule_from_config(to_config(c), c.steps);
+  const Schedule schedule = demo_schedule(c).over(c.steps);
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   DivergenceGuard guard(fmt::format("demo: {} (width {})", label, width));
   const auto start = std::chrono::steady_clock::now();
@@ -135,9 +145,10 @@ void validate(const DemoConfig& c) {
 }
 
 Config to_config(const DemoConfig& c) {
+  const Schedule schedule = demo_schedule(c);
   return {{"steps", c.steps}, {"widths", c.widths}, {"group", c.group}, {"train_points", c.train_points},
-          {"test_points", c.test_points}, {"lr", c.lr}, {"schedule", "cosine"}, {"warmup", 0},
-          {"lr_floor", 0.01}, {"seed", c.seed}, {"device", c.device}};
+          {"test_points", c.test_points}, {"lr", c.lr}, {"schedule", schedule.kind}, {"warmup", schedule.warmup},
+          {"lr_floor", schedule.floor}, {"seed", c.seed}, {"device", c.device}};
 }
 
 std::vector<std::string> demo_overrides(const DemoConfig& c) {

@@ -28,73 +28,73 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The keys `pln fourier` takes, in config.json's order.
-KeyTable key_table() {
-  return KeyTable(
-      "fourier",
-      {choice("layer", "pln", {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat", "silu"},
-              "the layer after each linear: a norm (the only nonlinearity) or an activation"),
-       integer("group", 4, at_least(1), "features per group of pln and pls"),
-       boolean("affine", true, "the norm's per-feature weight and bias"),
-       integer("width", 256, at_least(1), "features of each hidden layer"),
-       integer("depth", 1, at_least(1), "hidden layers"),
-       integer("K", 8, at_least(1), "Fourier modes of the target"),
-       integer("n_train", 0, at_least(0), "training points, at least 2K + 1 (0: 10 per mode)"),
-       integer("target_seed", 0, "seed of the target's coefficients"),
-       key::lr(3e-3),
-       key::schedule("cosine"),
-       key::warmup(100),
-       key::lr_floor(0.01),
-       integer("steps", 3000, at_least(1), "full-batch Adam steps"),
-       integer("seed", 0, "seed of the initialisation"),
-       choice("dtype", "float32", {"float32", "float64"}, "the network's and the points' dtype"),
-       integer("log_every", 1, at_least(1), "steps between rows of train.csv"),
-       integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
-       key::device()},
-      [](const Config& c) {
-        const int64_t width = get_int(c, "width"), K = get_int(c, "K");
-        check_group_divides(get_string(c, "layer"), width, get_int(c, "group"));
-        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
-        const int64_t n_train = get_int(c, "n_train");
-        // Sizes first: 2K + 1 and 10K must not overflow in the checks below.
-        check_elements(fmt::format("10 training points per mode of K = {}", K), {10, K});
-        check_elements("the training points x width", {n_train == 0 ? 10 * K : n_train, width});
-        if (n_train != 0 && n_train < 2 * K + 1) {
-          throw ConfigError(fmt::format(
-              "n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)", n_train, K,
-              2 * K + 1));
-        }
-      });
-}
-
-// Every key, read once (the key table has checked them).
-struct Setup {
-  int64_t width, depth, group, K, n_train;
-  std::string layer;
-  torch::Dtype dtype;
+// Every key of `pln fourier`.
+struct FourierConfig {
+  std::string layer, dtype, device;
+  int64_t group = 0, width = 0, depth = 0, K = 0, n_train = 0, target_seed = 0, steps = 0, seed = 0;
+  int64_t log_every = 1, checkpoint_every = 0;
   bool affine = true;
-  int64_t steps = 0, log_every = 1, checkpoint_every = 0, seed = 0, target_seed = 0;
+  Schedule schedule;
 };
 
-Setup setup_from(const Config& c) {
-  Setup s{get_int(c, "width"), get_int(c, "depth"), get_int(c, "group"), get_int(c, "K"),
-          get_int(c, "n_train"), get_string(c, "layer"),
-          get_string(c, "dtype") == "float64" ? torch::kFloat64 : torch::kFloat32};
-  s.steps = get_int(c, "steps");
-  s.log_every = get_int(c, "log_every");
-  s.checkpoint_every = get_int(c, "checkpoint_every");
-  s.affine = get_bool(c, "affine");
-  s.seed = get_int(c, "seed");
-  s.target_seed = get_int(c, "target_seed");
-  if (s.n_train == 0) s.n_train = 10 * s.K;  // ten points per mode
+// The keys `pln fourier` takes, in config.json's order.
+const Schema<FourierConfig>& schema() {
+  using C = FourierConfig;
+  const auto schedule = [](Field<Schedule> f) { return field(&C::schedule, std::move(f)); };
+  static const Schema<C> schema(
+      "fourier",
+      {field(&C::layer, choice("layer", "pln", {"pln", "pls", "ln", "relu", "tanh", "sigmoid", "gelu", "sat", "silu"},
+                               "the layer after each linear: a norm (the only nonlinearity) or an activation")),
+       field(&C::group, integer("group", 4, at_least(1), "features per group of pln and pls")),
+       field(&C::affine, boolean("affine", true, "the norm's per-feature weight and bias")),
+       field(&C::width, integer("width", 256, at_least(1), "features of each hidden layer")),
+       field(&C::depth, integer("depth", 1, at_least(1), "hidden layers")),
+       field(&C::K, integer("K", 8, at_least(1), "Fourier modes of the target")),
+       field(&C::n_train, integer("n_train", 0, at_least(0), "training points, at least 2K + 1 (0: 10 per mode)")),
+       field(&C::target_seed, integer("target_seed", 0, "seed of the target's coefficients")),
+       schedule(key::lr(3e-3)),
+       schedule(key::schedule("cosine")),
+       schedule(key::warmup(100)),
+       schedule(key::lr_floor(0.01)),
+       field(&C::steps, integer("steps", 3000, at_least(1), "full-batch Adam steps")),
+       field(&C::seed, integer("seed", 0, "seed of the initialisation")),
+       field(&C::dtype, choice("dtype", "float32", {"float32", "float64"}, "the network's and the points' dtype")),
+       field(&C::log_every, integer("log_every", 1, at_least(1), "steps between rows of train.csv")),
+       field(&C::checkpoint_every,
+             integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)")),
+       field(&C::device, key::device())},
+      [](const C& c) {
+        check_group_divides(c.layer, c.width, c.group);
+        if (c.dtype == "float32") check_float32_range("lr", c.schedule.lr);
+        // Sizes first: 2K + 1 and 10K must not overflow in the checks below.
+        check_elements(fmt::format("10 training points per mode of K = {}", c.K), {10, c.K});
+        check_elements("the training points x width", {c.n_train == 0 ? 10 * c.K : c.n_train, c.width});
+        if (c.n_train != 0 && c.n_train < 2 * c.K + 1) {
+          throw ConfigError(fmt::format(
+              "n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)", c.n_train, c.K,
+              2 * c.K + 1));
+        }
+      });
+  return schema;
+}
+
+// A validated configuration with its defaults resolved: ten training points per mode for n_train 0.
+struct Setup : FourierConfig {
+  torch::Dtype torch_dtype = torch::kFloat32;
+};
+
+Setup setup_from(const Config& record) {
+  Setup s{schema().read(record)};
+  s.torch_dtype = s.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  if (s.n_train == 0) s.n_train = 10 * s.K;
   return s;
 }
 
-torch::nn::AnyModule layer_module(const Setup& s, bool affine) {
+torch::nn::AnyModule layer_module(const Setup& s) {
   if (s.layer == "pln" || s.layer == "pls" || s.layer == "ln") {
     const int64_t g = s.layer == "ln" ? s.width : s.group;
     return torch::nn::AnyModule(pln::ParallelLN(
-        pln::ParallelLNOptions(s.width, g).dim(2).affine(affine).centering(s.layer != "pls")));
+        pln::ParallelLNOptions(s.width, g).dim(2).affine(s.affine).centering(s.layer != "pls")));
   }
   if (s.layer == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
   if (s.layer == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
@@ -117,7 +117,7 @@ Config run(const Config& c, const RunContext& ctx) {
   const auto start = Clock::now();
   const auto target = make_target(s.K, static_cast<uint64_t>(s.target_seed));
   // The target is evaluated on the host (the same on every device), then moved.
-  const auto x_host = training_points(s.n_train, s.dtype), x_test_host = test_points(s.n_train, s.dtype);
+  const auto x_host = training_points(s.n_train, s.torch_dtype), x_test_host = test_points(s.n_train, s.torch_dtype);
   const auto x = x_host.to(ctx.device), y = target(x_host).unsqueeze(1).to(ctx.device);
   const auto x_test = x_test_host.to(ctx.device), y_test = target(x_test_host).to(ctx.device);
 
@@ -129,7 +129,7 @@ Config run(const Config& c, const RunContext& ctx) {
   fmt::print("target: {} modes, unit RMS; {} training points, {} test points\nnetwork ({} parameters):\n{}\n",
              s.K, s.n_train, x_test.size(0), n_params, c10::str(*net));
 
-  const auto schedule = schedule_from_config(c, s.steps);
+  const auto schedule = s.schedule.over(s.steps);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
   DivergenceGuard guard("fourier");
@@ -216,14 +216,13 @@ std::map<std::string, GridSpec> grids() {
 
 torch::nn::Sequential make_network(const Config& c) {
   const Setup s = setup_from(c);
-  const bool affine = get_bool(c, "affine");
   torch::nn::Sequential net;
   for (int64_t d = 0; d < s.depth; ++d) {
     net->push_back(torch::nn::Linear(d == 0 ? 1 : s.width, s.width));
-    net->push_back(layer_module(s, affine));
+    net->push_back(layer_module(s));
   }
   net->push_back(torch::nn::Linear(s.width, 1));
-  net->to(s.dtype);
+  net->to(s.torch_dtype);
   return net;
 }
 
@@ -231,7 +230,7 @@ torch::nn::Sequential make_network(const Config& c) {
 
 Experiment fourier_experiment() {
   Experiment e("fourier", "fit dense Fourier series with PLN-Nets, LN-Nets and activation networks",
-               fourier::key_table());
+               fourier::schema().table());
   e.presets = {{"smoke", {{"width", 32}, {"K", 2}, {"steps", 300}, {"warmup", 20}, {"lr", 1e-2}}},
                {"cpu", {{"steps", 3000}, {"warmup", 100}}},
                {"paper", {{"steps", 10000}, {"warmup", 500}}}};

@@ -11,11 +11,17 @@ namespace pln::exp {
 
 namespace {
 
-Config cnn_run(const Config& c, const RunContext& ctx) {
+const Schema<images::ImagesConfig>& cnn_schema() {
+  static const auto schema = images::schema("cnn", /*width=*/16, /*group=*/4, /*lr=*/0.05);
+  return schema;
+}
+
+Config cnn_run(const Config& record, const RunContext& ctx) {
+  const auto c = cnn_schema().read(record);
   const auto build = [&c](const images::BlockSpec& spec, int64_t channels, int64_t size, int64_t classes) {
-    return images::make_cnn(channels, size, get_int(c, "width"), get_int(c, "depth"), classes, spec);
+    return images::make_cnn(channels, size, c.width, c.depth, classes, spec);
   };
-  return images::run_classifier(c, ctx, build, 1, "cnn");
+  return images::run_classifier(c, record, ctx, build, 1, "cnn");
 }
 
 GridAxis models(bool with_mixed) {
@@ -39,7 +45,7 @@ GridAxis labels() {
 
 Experiment cnn_experiment() {
   Experiment e("cnn", "CNNs with PLN/PLS/LN/BN/no norm on Fashion-MNIST or CIFAR-10, clean or fixed random labels",
-               images::key_table("cnn", /*width=*/16, /*group=*/4, /*lr=*/0.05));
+               cnn_schema().table());
   e.presets = {
       {"smoke", {{"n_train", 256}, {"n_test", 256}, {"width", 8}, {"epochs", 2}, {"batch_size", 64}}},
       {"cpu", {{"n_train", 1000}, {"n_test", 2000}, {"width", 32}, {"depth", 2}, {"epochs", 40}}},

@@ -11,53 +11,60 @@
 
 namespace pln::exp::images {
 
-KeyTable key_table(const std::string& family, int64_t width, int64_t group, double lr, const KeyTable::Check& check) {
-  std::vector<Key> keys = key::image_data();
-  keys.insert(keys.end(),
-              {choice("norm", "pln", {"pln", "pls", "ln", "bn", "none"}, "the norm after each conv"),
-               integer("group", group, at_least(1), "channels per group of pln and pls"),
-               choice("act", "none", {"none", "relu", "tanh", "sat", "silu"}, "the activation after each norm"),
-               choice("axis", "channel", {"channel", "mixed"}, "mixed: every other block groups pixels along the width"),
-               integer("width", width, at_least(1), "channels of the first stage"),
-               integer("depth", 1, at_least(1), "cnn: conv blocks per stage"),
-               integer("epochs", 10, at_least(1), "epochs to train"),
-               integer("batch_size", 128, at_least(1), "images per step"),
-               choice("optimizer", "sgd", {"sgd", "adam"}, "SGD with momentum, or Adam"),
-               key::lr(lr),
-               number("momentum", 0.9, at_least(0), "SGD's momentum"),
-               number("weight_decay", 0.0, at_least(0), "L2 weight decay"),
-               key::schedule("cosine"),
-               key::warmup(0),
-               key::lr_floor(0.0),
-               key::step_size(1000),
-               key::gamma(0.1),
-               number("init_scale", 1.0, "He initialisation's weights times this"),
-               // Within float32's range: the biases are float32.
-               number("bias_init", 0.0, closed(-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()),
-                      "every bias's initial value"),
-               integer("seed", 0, "seed of the initialisation and the batch order"),
-               key::device(),
-               key::amp()});
-  return KeyTable(family, std::move(keys),
-      [check](const Config& c) {
-        check_group_divides(get_string(c, "norm"), get_int(c, "width"), get_int(c, "group"));
-        check_float32_range(c, "lr");  // the networks are float32
-        check_amp(c);
+Schema<ImagesConfig> schema(const std::string& family, int64_t width, int64_t group, double lr,
+                            const Schema<ImagesConfig>::Check& check) {
+  using C = ImagesConfig;
+  const auto block = [](auto member, Key key) { return field(&C::block, field(member, std::move(key))); };
+  const auto schedule = [](Field<Schedule> f) { return field(&C::schedule, std::move(f)); };
+  return Schema<C>(
+      family,
+      concat(fields(&C::images, key::image_data()),
+             {block(&BlockSpec::norm,
+                    choice("norm", "pln", {"pln", "pls", "ln", "bn", "none"}, "the norm after each conv")),
+              block(&BlockSpec::group, integer("group", group, at_least(1), "channels per group of pln and pls")),
+              block(&BlockSpec::act, choice("act", "none", {"none", "relu", "tanh", "sat", "silu"},
+                                            "the activation after each norm")),
+              block(&BlockSpec::axis, choice("axis", "channel", {"channel", "mixed"},
+                                             "mixed: every other block groups pixels along the width")),
+              field(&C::width, integer("width", width, at_least(1), "channels of the first stage")),
+              field(&C::depth, integer("depth", 1, at_least(1), "cnn: conv blocks per stage")),
+              field(&C::epochs, integer("epochs", 10, at_least(1), "epochs to train")),
+              field(&C::batch_size, integer("batch_size", 128, at_least(1), "images per step")),
+              field(&C::optimizer, choice("optimizer", "sgd", {"sgd", "adam"}, "SGD with momentum, or Adam")),
+              schedule(key::lr(lr)),
+              field(&C::momentum, number("momentum", 0.9, at_least(0), "SGD's momentum")),
+              field(&C::weight_decay, number("weight_decay", 0.0, at_least(0), "L2 weight decay")),
+              schedule(key::schedule("cosine")),
+              schedule(key::warmup(0)),
+              schedule(key::lr_floor(0.0)),
+              schedule(key::step_size(1000)),
+              schedule(key::gamma(0.1)),
+              field(&C::init_scale, number("init_scale", 1.0, "He initialisation's weights times this")),
+              // Within float32's range: the biases are float32.
+              field(&C::bias_init, number("bias_init", 0.0,
+                                          closed(-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()),
+                                          "every bias's initial value")),
+              field(&C::seed, integer("seed", 0, "seed of the initialisation and the batch order")),
+              field(&C::device, key::device()),
+              field(&C::amp, key::amp())}),
+      [check](const C& c) {
+        check_group_divides(c.block.norm, c.width, c.block.group);
+        check_float32_range("lr", c.schedule.lr);  // the networks are float32
+        check_amp(c.amp, c.device);
         if (check) check(c);
       });
 }
 
-Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuilder& build, int64_t min_size,
-                      const std::string& experiment) {
-  const double momentum = get_double(c, "momentum"), weight_decay = get_double(c, "weight_decay");
-  const bool sgd = get_string(c, "optimizer") == "sgd";
+Config run_classifier(const ImagesConfig& c, const Config& record, const RunContext& ctx, const NetworkBuilder& build,
+                      int64_t min_size, const std::string& experiment) {
+  const double momentum = c.momentum, weight_decay = c.weight_decay;
+  const bool sgd = c.optimizer == "sgd";
   const auto started = std::chrono::steady_clock::now();
 
-  const auto data = prepare_images(c, min_size);
-  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
-  const BlockSpec spec{get_string(c, "norm"), get_int(c, "group"), get_string(c, "act"), get_string(c, "axis")};
-  auto net = build(spec, data.x_train.size(1), data.x_train.size(2), data.classes);
-  init_weights(*net, get_double(c, "init_scale"), get_double(c, "bias_init"));
+  const auto data = prepare_images(c.images, min_size);
+  torch::manual_seed(static_cast<uint64_t>(c.seed));
+  auto net = build(c.block, data.x_train.size(1), data.x_train.size(2), data.classes);
+  init_weights(*net, c.init_scale, c.bias_init);
   net->to(ctx.device);
   ClassifierHooks hooks;
   hooks.experiment = experiment;
@@ -70,7 +77,8 @@ Config run_classifier(const Config& c, const RunContext& ctx, const NetworkBuild
     return std::make_unique<torch::optim::Adam>(network.parameters(),
                                                 torch::optim::AdamOptions(lr).weight_decay(weight_decay));
   };
-  const auto r = train_classifier(c, ctx, data, *net, [&](const torch::Tensor& x) { return net->forward(x); }, hooks);
+  const ClassifierTraining training{c.epochs, c.batch_size, c.seed, c.amp == "bf16", c.schedule};
+  const auto r = train_classifier(training, record, ctx, data, *net, [&](const torch::Tensor& x) { return net->forward(x); }, hooks);
   return Config{{"train_acc", r.train.top1}, {"test_acc", r.test.top1}, {"best_test_acc", r.best_top1},
                 {"best_epoch", r.best_epoch}, {"final_loss", r.final_loss},
                 {"train_eval_loss", r.train.loss}, {"test_loss", r.test.loss}, {"epochs_done", r.epochs_done},

@@ -18,17 +18,22 @@ namespace pln::exp {
 
 namespace {
 
-Config vgg_run(const Config& c, const RunContext& ctx) {
-  const auto build = [&c](const images::BlockSpec& spec, int64_t channels, int64_t, int64_t classes) {
-    return images::make_vgg16(channels, get_int(c, "width"), classes, spec);
-  };
-  return images::run_classifier(c, ctx, build, 32, "vgg");
+// The widths make_vgg16 takes (images/models.cpp): its convs have width x {1, 2, 4, 8} channels.
+void check_width(const images::ImagesConfig& c) {
+  if (c.width % 8 != 0) throw ConfigError(fmt::format("width must be a multiple of 8, got {}", c.width));
 }
 
-// The widths make_vgg16 takes (images/models.cpp): its convs have width x {1, 2, 4, 8} channels.
-void check_width(const Config& c) {
-  const int64_t width = get_int(c, "width");
-  if (width % 8 != 0) throw ConfigError(fmt::format("width must be a multiple of 8, got {}", width));
+const Schema<images::ImagesConfig>& vgg_schema() {
+  static const auto schema = images::schema("vgg", /*width=*/64, /*group=*/8, /*lr=*/0.01, check_width);
+  return schema;
+}
+
+Config vgg_run(const Config& record, const RunContext& ctx) {
+  const auto c = vgg_schema().read(record);
+  const auto build = [&c](const images::BlockSpec& spec, int64_t channels, int64_t, int64_t classes) {
+    return images::make_vgg16(channels, c.width, classes, spec);
+  };
+  return images::run_classifier(c, record, ctx, build, 32, "vgg");
 }
 
 Config variant(const std::string& norm, const std::string& act) {
@@ -81,7 +86,7 @@ GridAxis bias_study_models() {
 
 Experiment vgg_experiment() {
   Experiment e("vgg", "VGG-16 with PLN(8) as the only nonlinearity, or ReLU/Tanh/SAT/SiLU, or BN/LN; He init x init_scale",
-               images::key_table("vgg", /*width=*/64, /*group=*/8, /*lr=*/0.01, check_width));
+               vgg_schema().table());
   e.presets = {{"smoke", {{"n_train", 128}, {"n_test", 128}, {"width", 8}, {"epochs", 1}, {"batch_size", 64}}},
                {"cpu", {{"n_train", 2000}, {"n_test", 2000}, {"width", 16}, {"epochs", 5}}},
                {"paper", {{"data", "cifar10"}, {"epochs", 60}, {"augment", true}, {"weight_decay", 5e-4}}}};

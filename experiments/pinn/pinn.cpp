@@ -31,101 +31,97 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The keys `pln pinn` takes, in config.json's order.
-KeyTable key_table() {
-  return KeyTable(
-      "pinn",
-      {choice("problem", "helmholtz1d", {"helmholtz1d", "helmholtz2d"}, "the Helmholtz problem on [-1, 1] or [-1, 1]^2"),
-       integer("width", 128, at_least(1), "features of each hidden layer"),
-       integer("depth", 3, at_least(1), "hidden layers, each [norm -> act -> linear]"),
-       choice("norm", "pln", {"pln", "pls", "ln", "none"}, "the norm of each hidden layer (no affine)"),
-       integer("group", 4, at_least(1), "features per group of pln and pls"),
-       choice("act", "none", {"none", "tanh", "relu", "sigmoid", "sat", "silu"}, "the activation after each norm"),
-       choice("optimizer", "adam", {"adam", "sgd"}, "Adam, or SGD with momentum"),
-       key::lr(1e-3),
-       number("momentum", 0.9, at_least(0), "SGD's momentum"),
-       key::schedule("cosine"),
-       key::warmup(0),
-       key::lr_floor(0.01),
-       key::step_size(1000),
-       key::gamma(0.5),
-       integer("steps", 3000, at_least(1), "full-batch training steps"),
-       choice("points", "ours", {"ours", "deepxde"},
-              "training points: ours (evenly spaced, the ends once) or deepxde (the authors' framework's)"),
-       integer("n_interior", 1000, at_least(1), "interior collocation points"),
-       integer("n_boundary", 0, at_least(0), "boundary points (0: 2 in 1-D, 256 in 2-D)"),
-       number("pde_weight", 1.0, at_least(0), "weight of the residual loss"),
-       number("bc_weight", 1.0, at_least(0), "weight of the boundary loss"),
-       integer("n_test", 1001, at_least(2), "test points per axis"),
-       integer("seed", 0, "seed of the initialisation"),
-       choice("dtype", "float64", {"float32", "float64"}, "the network's and the points' dtype"),
-       integer("eval_every", 250, at_least(0), "steps between test errors (0: at the end only)"),
-       integer("ntk_every", 1000, at_least(0), "steps between output-NTK statistics (0: none)"),
-       boolean("ntk_eigenvalues", false, "also write every NTK eigenvalue"),
-       integer("log_every", 1, at_least(1), "steps between rows of train.csv"),
-       integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)"),
-       key::device()},
-      [](const Config& c) {
-        const int64_t width = get_int(c, "width");
-        check_group_divides(get_string(c, "norm"), width, get_int(c, "group"));
-        if (get_string(c, "dtype") == "float32") check_float32_range(c, "lr");
-        const int64_t n_interior = get_int(c, "n_interior"), n_test = get_int(c, "n_test");
-        const bool two_d = get_string(c, "problem") == "helmholtz2d";
-        if (get_string(c, "points") == "deepxde" && two_d) {
-          throw ConfigError("points=deepxde is defined for helmholtz1d only (DeepXDE's interval sampler)");
-        }
-        if (!two_d && get_string(c, "points") == "ours" && get_int(c, "n_boundary") != 0 &&
-            get_int(c, "n_boundary") != 2) {
-          throw ConfigError(fmt::format("helmholtz1d with points=ours has the 2 ends as boundary points, got "
-                                        "n_boundary={} (points=deepxde draws any number of them)",
-                                        get_int(c, "n_boundary")));
-        }
-        check_elements("n_interior x width", {n_interior, width});
-        check_elements(two_d ? "the test grid (n_test^2) x width" : "n_test x width",
-                       {n_test, two_d ? n_test : 1, width});
-        // The output NTK is a square over every training point.
-        const int64_t points = n_interior + std::max<int64_t>(get_int(c, "n_boundary"), 256);
-        if (get_int(c, "ntk_every") > 0) check_elements("the NTK (n_interior + n_boundary)^2", {points, points});
-      });
-}
-
-// Every key, read once (the key table has checked them).
-struct Setup {
-  Problem problem;
-  NetSpec net;
-  torch::Dtype dtype;
-  int64_t n_boundary;
-  std::string points;
-  uint64_t seed = 0;
-  int64_t steps = 0, log_every = 1, eval_every = 0, ntk_every = 0, checkpoint_every = 0, n_interior = 0, n_test = 0;
-  LossWeights weights;
+// Every key of `pln pinn`.
+struct PinnConfig {
+  std::string problem_name, optimizer, points, dtype_name, device;
+  NetSpec net;            ///< width, depth, norm, group, act
+  Schedule schedule;
+  LossWeights weights;    ///< pde_weight, bc_weight
   double momentum = 0;
-  bool adam = true, ntk_eigenvalues = false;
+  int64_t steps = 0, n_interior = 0, n_boundary = 0, n_test = 0, seed = 0;
+  int64_t eval_every = 0, ntk_every = 0, log_every = 1, checkpoint_every = 0;
+  bool ntk_eigenvalues = false;
 };
 
-Setup setup_from(const Config& c) {
-  Setup s{make_problem(get_string(c, "problem")), {}, torch::kFloat64, get_int(c, "n_boundary")};
-  s.dtype = get_string(c, "dtype") == "float32" ? torch::kFloat32 : torch::kFloat64;
+// The keys `pln pinn` takes, in config.json's order.
+const Schema<PinnConfig>& schema() {
+  using C = PinnConfig;
+  const auto net = [](auto member, Key key) { return field(&C::net, field(member, std::move(key))); };
+  const auto schedule = [](Field<Schedule> f) { return field(&C::schedule, std::move(f)); };
+  const auto weight = [](auto member, Key key) { return field(&C::weights, field(member, std::move(key))); };
+  static const Schema<C> schema(
+      "pinn",
+      {field(&C::problem_name, choice("problem", "helmholtz1d", {"helmholtz1d", "helmholtz2d"},
+                                      "the Helmholtz problem on [-1, 1] or [-1, 1]^2")),
+       net(&NetSpec::width, integer("width", 128, at_least(1), "features of each hidden layer")),
+       net(&NetSpec::depth, integer("depth", 3, at_least(1), "hidden layers, each [norm -> act -> linear]")),
+       net(&NetSpec::norm, choice("norm", "pln", {"pln", "pls", "ln", "none"}, "the norm of each hidden layer (no affine)")),
+       net(&NetSpec::group, integer("group", 4, at_least(1), "features per group of pln and pls")),
+       net(&NetSpec::act, choice("act", "none", {"none", "tanh", "relu", "sigmoid", "sat", "silu"},
+                                 "the activation after each norm")),
+       field(&C::optimizer, choice("optimizer", "adam", {"adam", "sgd"}, "Adam, or SGD with momentum")),
+       schedule(key::lr(1e-3)),
+       field(&C::momentum, number("momentum", 0.9, at_least(0), "SGD's momentum")),
+       schedule(key::schedule("cosine")),
+       schedule(key::warmup(0)),
+       schedule(key::lr_floor(0.01)),
+       schedule(key::step_size(1000)),
+       schedule(key::gamma(0.5)),
+       field(&C::steps, integer("steps", 3000, at_least(1), "full-batch training steps")),
+       field(&C::points, choice("points", "ours", {"ours", "deepxde"},
+                                "training points: ours (evenly spaced, the ends once) or deepxde (the authors' framework's)")),
+       field(&C::n_interior, integer("n_interior", 1000, at_least(1), "interior collocation points")),
+       field(&C::n_boundary, integer("n_boundary", 0, at_least(0), "boundary points (0: 2 in 1-D, 256 in 2-D)")),
+       weight(&LossWeights::pde, number("pde_weight", 1.0, at_least(0), "weight of the residual loss")),
+       weight(&LossWeights::bc, number("bc_weight", 1.0, at_least(0), "weight of the boundary loss")),
+       field(&C::n_test, integer("n_test", 1001, at_least(2), "test points per axis")),
+       field(&C::seed, integer("seed", 0, "seed of the initialisation")),
+       field(&C::dtype_name, choice("dtype", "float64", {"float32", "float64"}, "the network's and the points' dtype")),
+       field(&C::eval_every, integer("eval_every", 250, at_least(0), "steps between test errors (0: at the end only)")),
+       field(&C::ntk_every, integer("ntk_every", 1000, at_least(0), "steps between output-NTK statistics (0: none)")),
+       field(&C::ntk_eigenvalues, boolean("ntk_eigenvalues", false, "also write every NTK eigenvalue")),
+       field(&C::log_every, integer("log_every", 1, at_least(1), "steps between rows of train.csv")),
+       field(&C::checkpoint_every,
+             integer("checkpoint_every", 1000, at_least(0), "steps between checkpoints (0: none)")),
+       field(&C::device, key::device())},
+      [](const C& c) {
+        const int64_t width = c.net.width;
+        check_group_divides(c.net.norm, width, c.net.group);
+        if (c.dtype_name == "float32") check_float32_range("lr", c.schedule.lr);
+        const bool two_d = c.problem_name == "helmholtz2d";
+        if (c.points == "deepxde" && two_d) {
+          throw ConfigError("points=deepxde is defined for helmholtz1d only (DeepXDE's interval sampler)");
+        }
+        if (!two_d && c.points == "ours" && c.n_boundary != 0 && c.n_boundary != 2) {
+          throw ConfigError(fmt::format("helmholtz1d with points=ours has the 2 ends as boundary points, got "
+                                        "n_boundary={} (points=deepxde draws any number of them)",
+                                        c.n_boundary));
+        }
+        check_elements("n_interior x width", {c.n_interior, width});
+        check_elements(two_d ? "the test grid (n_test^2) x width" : "n_test x width",
+                       {c.n_test, two_d ? c.n_test : 1, width});
+        // The output NTK is a square over every training point.
+        const int64_t points = c.n_interior + std::max<int64_t>(c.n_boundary, 256);
+        if (c.ntk_every > 0) check_elements("the NTK (n_interior + n_boundary)^2", {points, points});
+      });
+  return schema;
+}
+
+// A validated configuration with what it names resolved: the problem, the
+// dtype, the boundary points' default count.
+struct Setup : PinnConfig {
+  Problem problem;
+  torch::Dtype dtype = torch::kFloat64;
+  bool adam = true;
+};
+
+Setup setup_from(const Config& record) {
+  const PinnConfig config = schema().read(record);
+  Setup s{config, make_problem(config.problem_name)};
+  s.dtype = s.dtype_name == "float32" ? torch::kFloat32 : torch::kFloat64;
   s.net.in_dim = s.problem.dim;
-  s.net.width = get_int(c, "width");
-  s.net.depth = get_int(c, "depth");
-  s.net.norm = get_string(c, "norm");
-  s.net.group = get_int(c, "group");
-  s.net.act = get_string(c, "act");
   if (s.n_boundary == 0) s.n_boundary = s.problem.dim == 1 ? 2 : 256;
-  s.points = get_string(c, "points");
-  s.seed = static_cast<uint64_t>(get_int(c, "seed"));
-  s.steps = get_int(c, "steps");
-  s.log_every = get_int(c, "log_every");
-  s.eval_every = get_int(c, "eval_every");
-  s.ntk_every = get_int(c, "ntk_every");
-  s.checkpoint_every = get_int(c, "checkpoint_every");
-  s.n_interior = get_int(c, "n_interior");
-  s.n_test = get_int(c, "n_test");
-  s.weights = {get_double(c, "pde_weight"), get_double(c, "bc_weight")};
-  s.momentum = get_double(c, "momentum");
-  s.adam = get_string(c, "optimizer") == "adam";
-  s.ntk_eigenvalues = get_bool(c, "ntk_eigenvalues");
+  s.adam = s.optimizer == "adam";
   return s;
 }
 
@@ -237,7 +233,7 @@ void write_training_solution(PinnNet& net, const Problem& problem, const torch::
 Config run(const Config& c, const RunContext& ctx) {
   const Setup s = setup_from(c);
   const auto start = Clock::now();
-  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  torch::manual_seed(static_cast<uint64_t>(s.seed));
   PinnNet net(s.net, s.dtype);
   net->to(ctx.device);
   fmt::print("network ({} parameters):\n{}\n", net->parameter_count(), c10::str(*net));
@@ -250,7 +246,7 @@ Config run(const Config& c, const RunContext& ctx) {
   const auto x_train = points.all();
   const auto test = s.problem.test_grid(s.n_test, s.dtype).to(ctx.device);
 
-  const auto schedule = schedule_from_config(c, s.steps);
+  const auto schedule = s.schedule.over(s.steps);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (s.adam) {
     optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(schedule.lr));
@@ -467,7 +463,7 @@ std::map<std::string, GridSpec> grids() {
 }  // namespace pinn
 
 Experiment pinn_experiment() {
-  Experiment e("pinn", "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics", pinn::key_table());
+  Experiment e("pinn", "physics-informed networks on 1-D/2-D Helmholtz, with output-NTK statistics", pinn::schema().table());
   e.presets = {{"smoke", {{"width", 16}, {"depth", 2}, {"steps", 40}, {"n_interior", 64}, {"n_test", 101},
                           {"eval_every", 20}, {"ntk_every", 20}}},
                {"cpu", {{"steps", 3000}, {"n_interior", 1000}, {"eval_every", 250}, {"ntk_every", 1000}}},

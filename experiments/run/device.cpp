@@ -76,9 +76,9 @@ Key amp() { return choice("amp", "none", {"none", "bf16"}, "mixed precision: bf1
 
 }  // namespace key
 
-void check_amp(const Config& config) {
-  if (get_string(config, "amp") != "bf16") return;
-  const auto device = parse_device(get_string(config, "device"), false);
+void check_amp(const std::string& amp, const std::string& device_text) {
+  if (amp != "bf16") return;
+  const auto device = parse_device(device_text, false);
   if (!device.is_cuda()) throw ConfigError(fmt::format("amp=bf16 is autocast on CUDA; device is {}", device.str()));
 }
 

@@ -39,7 +39,7 @@ Key amp();
 }  // namespace key
 
 /// amp=bf16 needs a CUDA device: throws ConfigError otherwise (a family's check across keys).
-void check_amp(const Config& config);
+void check_amp(const std::string& amp, const std::string& device);
 
 /// Autocast to bfloat16 on CUDA for its lifetime, when enabled; restores the previous state.
 class AutocastBF16 {

@@ -146,8 +146,7 @@ void check_elements(const std::string& what, const std::vector<int64_t>& factors
   }
 }
 
-void check_float32_range(const Config& config, const std::string& key) {
-  const double value = get_double(config, key);
+void check_float32_range(const std::string& key, double value) {
   if (std::abs(value) > std::numeric_limits<float>::max()) {
     throw ConfigError(fmt::format("{} ({}) is beyond the range of float32 ({}), in which the network computes", key,
                                   value, std::numeric_limits<float>::max()));

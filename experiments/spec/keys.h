@@ -6,14 +6,13 @@
 // and the validation of a whole configuration before anything is written or
 // loaded. Checks across keys that a table cannot state (a width divisible by
 // the group, amp needing a CUDA device) are the family's `check` function,
-// run after the table's own checks.
+// run after the table's own checks. A family binds each key to the member of
+// its configuration struct that holds it, and writes its checks against that
+// struct, through spec/schema.h.
 //
-//   KeyTable("pinn", {
-//       choice("problem", "helmholtz1d", {"helmholtz1d", "helmholtz2d"}, "the PDE"),
-//       integer("width", 128, at_least(1), "features of each hidden layer"),
-//       number("bc_weight", 1.0, at_least(0), "weight of the boundary loss"),
-//       ...
-//   }, check);
+//   choice("problem", "helmholtz1d", {"helmholtz1d", "helmholtz2d"}, "the PDE")
+//   integer("width", 128, at_least(1), "features of each hidden layer")
+//   number("bc_weight", 1.0, at_least(0), "weight of the boundary loss")
 //
 // Errors: a table's messages are phrased as "<family>: <key> must be ...". A
 // check throws ConfigError with the message alone and the table prefixes the
@@ -122,11 +121,11 @@ void set_element_ceiling(int64_t ceiling);
 /// product of `factors` overflows 64 bits or exceeds element_ceiling().
 void check_elements(const std::string& what, const std::vector<int64_t>& factors);
 
-/// Throws ConfigError naming `key` when its number is beyond float32's range:
+/// Throws ConfigError naming `key` when its `value` is beyond float32's range:
 /// the optimisers multiply a learning rate into float32 parameters, where a
 /// larger one would fail mid-run in LibTorch, naming no key. For the keys of
 /// a family (or a dtype) that computes in float32.
-void check_float32_range(const Config& config, const std::string& key);
+void check_float32_range(const std::string& key, double value);
 
 /// The rule every family with grouped norms shares: where `norm` is pln or
 /// pls, `group` is >= 1 and divides `width`. Throws ConfigError "width (10)

@@ -55,23 +55,24 @@ std::vector<std::string> epoch_columns(bool top5) {
 
 }  // namespace
 
-ClassifierResult train_classifier(const Config& c, const RunContext& ctx, const PreparedImages& data,
-                                  torch::nn::Module& network, const Forward& forward, const ClassifierHooks& hooks) {
+ClassifierResult train_classifier(const ClassifierTraining& t, const Config& c, const RunContext& ctx,
+                                  const PreparedImages& data, torch::nn::Module& network, const Forward& forward,
+                                  const ClassifierHooks& hooks) {
   const auto start = hooks.started;
   const torch::Device device = ctx.device;
-  const bool amp = get_string(c, "amp") == "bf16";  // on CUDA: the key table checked it
-  const int64_t epochs = get_int(c, "epochs"), batch = get_int(c, "batch_size"), seed = get_int(c, "seed");
-  const bool augment_batches = get_bool(c, "augment");
+  const bool amp = t.amp;  // on CUDA: the schema checked it
+  const int64_t epochs = t.epochs, batch = t.batch_size, seed = t.seed;
+  const bool augment_batches = data.augment;
   const auto &x_train = data.x_train, &y_train = data.y_train, &x_test = data.x_test, &y_test = data.y_test;
 
   ClassifierResult result;
   for (const auto& p : network.parameters()) result.n_params += p.numel();
   fmt::print("data: {} ({} train, {} test images of {}x{}x{}, {} labels)\nnetwork ({} parameters):\n{}\n",
              data.name, x_train.size(0), x_test.size(0), x_train.size(1), x_train.size(2), x_train.size(3),
-             get_string(c, "labels"), result.n_params, c10::str(network));
+             data.labels, result.n_params, c10::str(network));
 
   const int64_t n = x_train.size(0), steps_per_epoch = (n + batch - 1) / batch, total = epochs * steps_per_epoch;
-  const auto schedule = schedule_from_config(c, total);
+  const auto schedule = t.schedule.over(total);
   const auto optimizer = hooks.optimizer(network, schedule.lr);
   auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(seed) + 1);
 

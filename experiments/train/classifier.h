@@ -4,14 +4,11 @@
 // schedule; cross-entropy; the divergence guard; after every epoch a row of
 // epochs.csv, the test accuracy and a checkpoint; top-1 (and top-5) accuracy
 // at the end. A family gives its network, its optimiser and the few settings
-// of ClassifierHooks.
-//
-// Config keys read here, validated by the family's key table: epochs,
-// batch_size, augment, seed, amp and the schedule's (lr, schedule, warmup,
-// lr_floor, step_size, gamma; warmup in steps).
+// of ClassifierHooks and the keys of ClassifierTraining.
 
 #include "spec/experiment.h"
 #include "train/image_data.h"
+#include "train/schedule.h"
 
 #include <torch/torch.h>
 
@@ -24,6 +21,13 @@ namespace pln::exp {
 
 struct Accuracy {
   double top1 = 0, top5 = 0, loss = 0;  ///< loss: mean cross-entropy, without label smoothing
+};
+
+/// What the loop reads of a family's configuration (its schema has checked it).
+struct ClassifierTraining {
+  int64_t epochs = 1, batch_size = 1, seed = 0;
+  bool amp = false;    ///< autocast to bfloat16 (on CUDA)
+  Schedule schedule;   ///< warmup in steps; its total is the run's
 };
 
 struct ClassifierHooks {
@@ -53,7 +57,9 @@ struct ClassifierResult {
 /// Trains `network` (whose forward is `forward`, on `context.device`) on
 /// `data`; writes epochs.csv, and checkpoint.pt after every epoch, into the
 /// run directory; with `context.resume`, continues from that checkpoint.
-ClassifierResult train_classifier(const Config& config, const RunContext& context, const PreparedImages& data,
+/// `config` is the run's record, which the checkpoint keeps.
+ClassifierResult train_classifier(const ClassifierTraining& training, const Config& config,
+                                  const RunContext& context, const PreparedImages& data,
                                   torch::nn::Module& network,
                                   const std::function<torch::Tensor(const torch::Tensor&)>& forward,
                                   const ClassifierHooks& hooks);

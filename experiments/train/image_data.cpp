@@ -36,41 +36,41 @@ void keep_first(ImageSet& set, int64_t n) {
 
 namespace key {
 
-Key data() { return choice("data", "fashion-mnist", {"fashion-mnist", "cifar10"}, "the data set"); }
-Key data_dir() {
-  return text("data_dir", "", "the data set's folder (\"\": Debian's fashion-mnist; cifar10 needs one)");
-}
-Key labels() { return choice("labels", "clean", {"clean", "random"}, "the data set's labels, or fixed random ones"); }
-Key label_seed() { return integer("label_seed", 0, "seed of the fixed random labels"); }
-Key labels_file() {
-  return text("labels_file", "", "file of the fixed random labels (default: beside the data, or ~/.cache/pln)");
-}
-Key n_train() { return integer("n_train", 0, at_least(0), "training images, the first ones (0: all)"); }
-Key n_test() { return integer("n_test", 0, at_least(0), "test images, the first ones (0: all)"); }
-
-std::vector<Key> image_data() {
-  return {data(), data_dir(), labels(), label_seed(), labels_file(), n_train(), n_test(),
-          boolean("augment", false, "random crops (padding 4) and horizontal flips")};
+std::vector<Field<ImageDataConfig>> image_data() {
+  return {field(&ImageDataConfig::data, choice("data", "fashion-mnist", {"fashion-mnist", "cifar10"}, "the data set")),
+          field(&ImageDataConfig::data_dir,
+                text("data_dir", "", "the data set's folder (\"\": Debian's fashion-mnist; cifar10 needs one)")),
+          field(&ImageDataConfig::labels,
+                choice("labels", "clean", {"clean", "random"}, "the data set's labels, or fixed random ones")),
+          field(&ImageDataConfig::label_seed, integer("label_seed", 0, "seed of the fixed random labels")),
+          field(&ImageDataConfig::labels_file,
+                text("labels_file", "",
+                     "file of the fixed random labels (default: beside the data, or ~/.cache/pln)")),
+          field(&ImageDataConfig::n_train, integer("n_train", 0, at_least(0), "training images, the first ones (0: all)")),
+          field(&ImageDataConfig::n_test, integer("n_test", 0, at_least(0), "test images, the first ones (0: all)")),
+          field(&ImageDataConfig::augment, boolean("augment", false, "random crops (padding 4) and horizontal flips"))};
 }
 
 }  // namespace key
 
-PreparedImages prepare_images(const Config& c, int64_t min_size) {
-  auto data = load_image_data(get_string(c, "data"), get_string(c, "data_dir"));
+PreparedImages prepare_images(const ImageDataConfig& request, int64_t min_size) {
+  auto data = load_image_data(request.data, request.data_dir);
   PreparedImages out;
-  if (get_string(c, "labels") == "random") {
+  out.labels = request.labels;
+  out.augment = request.augment;
+  if (request.labels == "random") {
     const fs::path file =
-        get_string(c, "labels_file").empty()
-            ? default_labels_dir(get_string(c, "data_dir")) /
-                  fmt::format("{}-random-labels-seed{}.bin", data.name, get_int(c, "label_seed"))
-            : fs::path(get_string(c, "labels_file"));
+        request.labels_file.empty()
+            ? default_labels_dir(request.data_dir) /
+                  fmt::format("{}-random-labels-seed{}.bin", data.name, request.label_seed)
+            : fs::path(request.labels_file);
     data.train.labels = fixed_random_labels(data.train.size(), data.train.num_classes,
-                                            static_cast<uint64_t>(get_int(c, "label_seed")), file);
+                                            static_cast<uint64_t>(request.label_seed), file);
     out.labels_file = file.string();
     fmt::print("random labels: {}\n", out.labels_file);
   }
-  keep_first(data.train, get_int(c, "n_train"));
-  keep_first(data.test, get_int(c, "n_test"));
+  keep_first(data.train, request.n_train);
+  keep_first(data.test, request.n_test);
   const auto [mean, stdev] = channel_stats(data.train.images);
   out.x_train = normalise(data.train.images, mean, stdev);
   out.x_test = normalise(data.test.images, mean, stdev);

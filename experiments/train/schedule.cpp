@@ -42,26 +42,29 @@ double Schedule::at(int64_t k) const {
 
 namespace key {
 
-Key lr(double value) { return number("lr", value, above(0), "peak learning rate"); }
-Key schedule(std::string value) {
-  return choice("schedule", std::move(value), {"constant", "step", "cosine"}, "learning-rate decay after the warmup");
+Field<Schedule> lr(double value) { return field(&Schedule::lr, number("lr", value, above(0), "peak learning rate")); }
+Field<Schedule> schedule(std::string value) {
+  return field(&Schedule::kind, choice("schedule", std::move(value), {"constant", "step", "cosine"},
+                                       "learning-rate decay after the warmup"));
 }
-Key warmup(int64_t value) { return integer("warmup", value, at_least(0), "steps of linear warmup"); }
-Key lr_floor(double value) { return number("lr_floor", value, closed(0, 1), "cosine's final lr, a fraction of lr"); }
-Key step_size(int64_t value) { return integer("step_size", value, at_least(1), "step decay: steps per decay"); }
-Key gamma(double value) { return number("gamma", value, left_open(0, 1), "step decay: factor per decay"); }
+Field<Schedule> warmup(int64_t value) {
+  return field(&Schedule::warmup, integer("warmup", value, at_least(0), "steps of linear warmup"));
+}
+Field<Schedule> lr_floor(double value) {
+  return field(&Schedule::floor, number("lr_floor", value, closed(0, 1), "cosine's final lr, a fraction of lr"));
+}
+Field<Schedule> step_size(int64_t value) {
+  return field(&Schedule::step_size, integer("step_size", value, at_least(1), "step decay: steps per decay"));
+}
+Field<Schedule> gamma(double value) {
+  return field(&Schedule::gamma, number("gamma", value, left_open(0, 1), "step decay: factor per decay"));
+}
 
 }  // namespace key
 
-Schedule schedule_from_config(const Config& config, int64_t total) {
-  Schedule s;
-  s.kind = get_string(config, "schedule");
-  s.lr = get_double(config, "lr");
-  s.total = total;
-  s.warmup = get_int(config, "warmup");
-  if (config.contains("lr_floor")) s.floor = get_double(config, "lr_floor");
-  if (config.contains("step_size")) s.step_size = get_int(config, "step_size");
-  if (config.contains("gamma")) s.gamma = get_double(config, "gamma");
+Schedule Schedule::over(int64_t steps) const {
+  Schedule s = *this;
+  s.total = steps;
   s.validate();
   return s;
 }

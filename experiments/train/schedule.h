@@ -2,14 +2,13 @@
 // Learning-rate schedules shared by every experiment: an optional linear
 // warmup, then constant, step decay, or cosine decay to a floor.
 //
-// Config keys read by schedule_from_config: lr, schedule (constant | step |
-// cosine), warmup (steps), lr_floor (cosine's final lr as a fraction of lr),
-// step_size and gamma (step decay: lr * gamma^floor(k / step_size), k counted
-// after warmup). The key:: functions below declare them for a family's key
-// table, which validates them.
+// Its keys, which the key:: functions below bind to Schedule's members for a
+// family's schema (spec/schema.h): lr, schedule (constant | step | cosine),
+// warmup (steps), lr_floor (cosine's final lr as a fraction of lr), step_size
+// and gamma (step decay: lr * gamma^floor(k / step_size), k counted after
+// warmup). A family that lacks a key keeps the member's default.
 
-#include "spec/config.h"
-#include "spec/keys.h"
+#include "spec/schema.h"
 
 #include <torch/optim/optimizer.h>
 
@@ -29,21 +28,20 @@ struct Schedule {
 
   /// Throws std::invalid_argument naming the field.
   void validate() const;
+  /// This schedule over a run of `total` steps, validated.
+  Schedule over(int64_t total) const;
   /// Learning rate of step k, 0 <= k < total.
   double at(int64_t k) const;
 };
 
 namespace key {
-Key lr(double value);               ///< > 0
-Key schedule(std::string value);    ///< constant | step | cosine
-Key warmup(int64_t value);          ///< steps, >= 0
-Key lr_floor(double value);         ///< in [0, 1]
-Key step_size(int64_t value);       ///< >= 1
-Key gamma(double value);            ///< in (0, 1]
+Field<Schedule> lr(double value);               ///< > 0
+Field<Schedule> schedule(std::string value);    ///< constant | step | cosine
+Field<Schedule> warmup(int64_t value);          ///< steps, >= 0
+Field<Schedule> lr_floor(double value);         ///< in [0, 1]
+Field<Schedule> step_size(int64_t value);       ///< >= 1
+Field<Schedule> gamma(double value);            ///< in (0, 1]
 }  // namespace key
-
-/// The schedule named by a configuration's keys, over `total` steps.
-Schedule schedule_from_config(const Config& config, int64_t total);
 
 /// Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);

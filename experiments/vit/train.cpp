@@ -40,77 +40,80 @@ uint64_t epoch_seed(int64_t seed, int64_t epoch) {
 
 }  // namespace
 
-KeyTable key_table() {
-  std::vector<Key> keys = key::image_data();
-  keys.insert(keys.end(),
-              {choice("size", "micro", {"micro", "tiny", "small"}, "width, blocks and heads: 128/4/4, 192/12/3, 384/12/6"),
-               integer("width", 0, at_least(0), "token features (0: the size's)"),
-               integer("blocks", 0, at_least(0), "transformer blocks (0: the size's)"),
-               integer("heads", 0, at_least(0), "attention heads, dividing the width (0: the size's)"),
-               integer("patch", 7, at_least(1), "patch side in pixels, dividing the image's"),
-               integer("mlp_ratio", 4, at_least(1), "the MLP's hidden features per token feature"),
-               choice("norm", "pln", {"ln", "pln", "pls", "none"}, "the norm at every site"),
-               integer("group", 8, at_least(1), "features per group of pln and pls"),
-               text("norm_sites", "", "site:kind,...", check_norm_sites,
-                    "other norms at some sites (attn, mlp, final), e.g. final:ln"),
-               choice("act", "gelu", {"gelu", "relu", "silu", "sat", "none"}, "the MLP's activation"),
-               number("drop_path", 0.0, right_open(0, 1), "stochastic depth's drop probability"),
-               integer("epochs", 10, at_least(1), "epochs to train"),
-               integer("batch_size", 128, at_least(1), "images per step"),
-               key::lr(1e-3),
-               number("weight_decay", 0.05, at_least(0), "AdamW's decoupled weight decay (matrices only)"),
-               key::schedule("cosine"),
-               key::warmup(0),
-               key::lr_floor(0.0),
-               key::step_size(1000),
-               key::gamma(0.1),
-               number("label_smoothing", 0.0, right_open(0, 1), "cross-entropy's label smoothing"),
-               number("clip_grad", 1.0, at_least(0), "gradient norm clip (0: none)"),
-               integer("seed", 0, "seed of the initialisation, batch order and drop path"),
-               key::device(),
-               key::amp()});
-  return KeyTable("vit", std::move(keys),
-      [](const Config& c) {
+const Schema<VitConfig>& schema() {
+  using C = VitConfig;
+  const auto schedule = [](Field<Schedule> f) { return field(&C::schedule, std::move(f)); };
+  static const Schema<C> schema(
+      "vit",
+      concat(fields(&C::images, key::image_data()),
+             {field(&C::size, choice("size", "micro", {"micro", "tiny", "small"},
+                                     "width, blocks and heads: 128/4/4, 192/12/3, 384/12/6")),
+              field(&C::width, integer("width", 0, at_least(0), "token features (0: the size's)")),
+              field(&C::blocks, integer("blocks", 0, at_least(0), "transformer blocks (0: the size's)")),
+              field(&C::heads, integer("heads", 0, at_least(0), "attention heads, dividing the width (0: the size's)")),
+              field(&C::patch, integer("patch", 7, at_least(1), "patch side in pixels, dividing the image's")),
+              field(&C::mlp_ratio, integer("mlp_ratio", 4, at_least(1), "the MLP's hidden features per token feature")),
+              field(&C::norm, choice("norm", "pln", {"ln", "pln", "pls", "none"}, "the norm at every site")),
+              field(&C::group, integer("group", 8, at_least(1), "features per group of pln and pls")),
+              field(&C::norm_sites, text("norm_sites", "", "site:kind,...", check_norm_sites,
+                                         "other norms at some sites (attn, mlp, final), e.g. final:ln")),
+              field(&C::act, choice("act", "gelu", {"gelu", "relu", "silu", "sat", "none"}, "the MLP's activation")),
+              field(&C::drop_path, number("drop_path", 0.0, right_open(0, 1), "stochastic depth's drop probability")),
+              field(&C::epochs, integer("epochs", 10, at_least(1), "epochs to train")),
+              field(&C::batch_size, integer("batch_size", 128, at_least(1), "images per step")),
+              schedule(key::lr(1e-3)),
+              field(&C::weight_decay,
+                    number("weight_decay", 0.05, at_least(0), "AdamW's decoupled weight decay (matrices only)")),
+              schedule(key::schedule("cosine")),
+              schedule(key::warmup(0)),
+              schedule(key::lr_floor(0.0)),
+              schedule(key::step_size(1000)),
+              schedule(key::gamma(0.1)),
+              field(&C::label_smoothing,
+                    number("label_smoothing", 0.0, right_open(0, 1), "cross-entropy's label smoothing")),
+              field(&C::clip_grad, number("clip_grad", 1.0, at_least(0), "gradient norm clip (0: none)")),
+              field(&C::seed, integer("seed", 0, "seed of the initialisation, batch order and drop path")),
+              field(&C::device, key::device()),
+              field(&C::amp, key::amp())}),
+      [](const C& c) {
         // The network's shape (heads and groups dividing the width) and the
         // patch against the data set's image side, before anything is written
         // or loaded (the data sets pln reads have a fixed side each).
-        const int64_t side = get_string(c, "data") == "cifar10" ? 32 : 28;
-        (void)options_from_config(c, 1, side, 10);
-        check_float32_range(c, "lr");  // the network is float32
-        check_amp(c);
+        const int64_t side = c.images.data == "cifar10" ? 32 : 28;
+        (void)network_options(c, 1, side, 10);
+        check_float32_range("lr", c.schedule.lr);  // the network is float32
+        check_amp(c.amp, c.device);
       });
+  return schema;
 }
 
-ViTOptions options_from_config(const Config& c, int64_t channels, int64_t size, int64_t classes) {
-  const auto defaults = size_defaults(get_string(c, "size"));
-  const auto pick = [&c](const char* key, int64_t fallback) {
-    const int64_t v = get_int(c, key);
-    return v == 0 ? fallback : v;
-  };
+ViTOptions network_options(const VitConfig& c, int64_t channels, int64_t size, int64_t classes) {
+  const auto defaults = size_defaults(c.size);
+  const auto pick = [](int64_t value, int64_t fallback) { return value == 0 ? fallback : value; };
   ViTOptions o;
   o.image_size = size;
   o.in_channels = channels;
   o.classes = classes;
-  o.patch = get_int(c, "patch");
-  o.width = pick("width", defaults.width);
-  o.blocks = pick("blocks", defaults.blocks);
-  o.heads = pick("heads", defaults.heads);
-  o.mlp_ratio = get_int(c, "mlp_ratio");
-  o.norms = parse_norm_sites(get_string(c, "norm"), get_int(c, "group"), get_string(c, "norm_sites"));
-  o.act = get_string(c, "act");
-  o.drop_path = get_double(c, "drop_path");
+  o.patch = c.patch;
+  o.width = pick(c.width, defaults.width);
+  o.blocks = pick(c.blocks, defaults.blocks);
+  o.heads = pick(c.heads, defaults.heads);
+  o.mlp_ratio = c.mlp_ratio;
+  o.norms = parse_norm_sites(c.norm, c.group, c.norm_sites);
+  o.act = c.act;
+  o.drop_path = c.drop_path;
   validate(o);
   return o;
 }
 
-Config train_vit(const Config& c, const RunContext& ctx) {
-  const double smoothing = get_double(c, "label_smoothing"), clip = get_double(c, "clip_grad");
-  const double weight_decay = get_double(c, "weight_decay");
+Config train_vit(const Config& record, const RunContext& ctx) {
+  const VitConfig c = schema().read(record);
+  const double smoothing = c.label_smoothing, clip = c.clip_grad, weight_decay = c.weight_decay;
   const auto started = std::chrono::steady_clock::now();
 
-  const auto data = prepare_images(c, 1);
-  const auto options = options_from_config(c, data.x_train.size(1), data.x_train.size(2), data.classes);
-  torch::manual_seed(static_cast<uint64_t>(get_int(c, "seed")));
+  const auto data = prepare_images(c.images, 1);
+  const auto options = network_options(c, data.x_train.size(1), data.x_train.size(2), data.classes);
+  torch::manual_seed(static_cast<uint64_t>(c.seed));
   VisionTransformer net(options);
   net->to(ctx.device);
   ClassifierHooks hooks;
@@ -123,9 +126,10 @@ Config train_vit(const Config& c, const RunContext& ctx) {
   };
   hooks.loss = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing);
   hooks.clip_grad = clip;
-  hooks.epoch_seed = [seed = get_int(c, "seed")](int64_t epoch) { return epoch_seed(seed, epoch); };
+  hooks.epoch_seed = [seed = c.seed](int64_t epoch) { return epoch_seed(seed, epoch); };
   hooks.top5 = true;
-  const auto r = train_classifier(c, ctx, data, *net, [&](const torch::Tensor& x) { return net->forward(x); }, hooks);
+  const ClassifierTraining training{c.epochs, c.batch_size, c.seed, c.amp == "bf16", c.schedule};
+  const auto r = train_classifier(training, record, ctx, data, *net, [&](const torch::Tensor& x) { return net->forward(x); }, hooks);
   return Config{{"test_top1", r.test.top1}, {"test_top5", r.test.top5}, {"best_test_top1", r.best_top1},
                 {"best_epoch", r.best_epoch}, {"train_acc", r.train.top1}, {"final_loss", r.final_loss},
                 {"train_eval_loss", r.train.loss}, {"test_loss", r.test.loss}, {"epochs_done", r.epochs_done},

@@ -10,21 +10,32 @@
 
 #include "train/classifier.h"
 #include "spec/experiment.h"
+#include "spec/schema.h"
 #include "vit/model.h"
 
 namespace pln::exp::vit {
 
+/// The configuration of `pln vit`.
+struct VitConfig {
+  ImageDataConfig images;
+  std::string size, norm, norm_sites, act, device, amp;
+  int64_t width = 0, blocks = 0, heads = 0;  ///< 0: the size's
+  int64_t patch = 0, mlp_ratio = 0, group = 0, epochs = 0, batch_size = 0, seed = 0;
+  double drop_path = 0, weight_decay = 0, label_smoothing = 0, clip_grad = 0;
+  Schedule schedule;
+};
+
 /// The keys `pln vit` takes: defaults, values, help, and the checks across
 /// keys (the network's shape, norm_sites, amp).
-KeyTable key_table();
+const Schema<VitConfig>& schema();
 
 /// The network options a configuration describes, for images of
 /// (channels, size) and `classes` labels (0 for width, blocks or heads: the
 /// size's). Throws std::invalid_argument, "vit: ...", when they do not fit.
-ViTOptions options_from_config(const Config& config, int64_t channels, int64_t size, int64_t classes);
+ViTOptions network_options(const VitConfig& config, int64_t channels, int64_t size, int64_t classes);
 
 /// Trains and evaluates; writes epochs.csv and checkpoint.pt into the run
-/// directory; returns the summary.
-Config train_vit(const Config& config, const RunContext& context);
+/// directory (`record` is its config.json); returns the summary.
+Config train_vit(const Config& record, const RunContext& context);
 
 }  // namespace pln::exp::vit

@@ -22,7 +22,7 @@ GridAxis group_axis(const std::vector<int64_t>& groups) {
 
 Experiment vit_experiment() {
   Experiment e("vit", "Vision Transformer with PLN/PLS/LN/no norm at each norm site, and the grouping sweep",
-               vit::key_table());
+               vit::schema().table());
   // Warm-up in steps: half an epoch of 512 images in batches of 32; one epoch
   // of 4,000 in batches of 128 (32 steps); five epochs of CIFAR-10's 50,000 (5 x 391).
   e.presets = {{"smoke", {{"n_train", 512}, {"n_test", 256}, {"width", 32}, {"blocks", 2}, {"heads", 2}, {"group", 4},
