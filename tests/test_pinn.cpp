@@ -11,7 +11,7 @@
 #include <pinn/problem.h>
 #include <pln/kernels.h>
 #include <records/csv.h>
-#include <records/schema.h>
+#include <sweep/check_results.h>
 #include <system/provenance.h>
 #include <run/run.h>
 #include <spec/config.h>

@@ -12,11 +12,11 @@
 #include <system/atomic_file.h>
 #include <records/doc_tables.h>
 #include <records/gnuplot.h>
-#include <records/grid_state.h>
+#include <sweep/grid_state.h>
 #include <records/json.h>
-#include <records/pack.h>
+#include <sweep/pack.h>
 #include <records/run_state.h>
-#include <records/schema.h>
+#include <sweep/check_results.h>
 #include <records/statistics.h>
 #include <records/step_log.h>
 #include <system/provenance.h>

@@ -5,7 +5,7 @@
 
 #include "experiment_helpers.h"
 
-#include <records/grid_state.h>
+#include <sweep/grid_state.h>
 #include <spec/config.h>
 #include <spec/experiment.h>
 #include <sweep/cells.h>

@@ -2,7 +2,7 @@
 
 #include "commands.h"
 
-#include <records/grid_state.h>
+#include <sweep/grid_state.h>
 #include <spec/experiment.h>
 #include <sweep/grid.h>
 

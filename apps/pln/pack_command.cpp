@@ -2,7 +2,7 @@
 
 #include "commands.h"
 
-#include <records/pack.h>
+#include <sweep/pack.h>
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 
 #include <records/csv.h>
 #include <records/json.h>
-#include <records/pack.h>
+#include <sweep/pack.h>
 #include <spec/experiment.h>
 
 #include <fmt/format.h>

@@ -9,7 +9,7 @@
 #include <sweep/grid.h>
 #include <system/process.h>
 #include <run/run.h>
-#include <records/schema.h>
+#include <sweep/check_results.h>
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "records/schema.h"
+#include "sweep/check_results.h"
 
 #include "records/csv.h"
 #include "records/json.h"

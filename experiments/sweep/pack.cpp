@@ -1,4 +1,4 @@
-#include "records/pack.h"
+#include "sweep/pack.h"
 
 #include "system/atomic_file.h"
 #include "records/csv.h"

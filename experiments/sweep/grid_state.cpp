@@ -1,4 +1,4 @@
-#include "records/grid_state.h"
+#include "sweep/grid_state.h"
 
 #include "sweep/cells.h"
 
