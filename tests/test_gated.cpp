@@ -77,6 +77,44 @@ INSTANTIATE_TEST_SUITE_P(Variants, GatedNorm,
                          ::testing::Combine(::testing::Bool(), ::testing::Values("before", "after"),
                                             ::testing::Values("silu", "sigmoid")));
 
+// float16 and bfloat16 are read and written as stored and computed in float32,
+// a group at a time: the output and every gradient are the float32 op's on
+// the widened tensors, rounded once, bit for bit; with a weight and bias of
+// the input's dtype or of float32, on groups with and without a tail.
+TEST(GatedNormKernels, HalfTypesAreTheFloat32OpRoundedOnce) {
+  torch::manual_seed(3);
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    for (const auto& [width, g] : {std::pair<int64_t, int64_t>{256, 64}, {300, 100}, {4104, 4104}}) {
+      for (const bool centering : {false, true}) {
+        for (const std::string position : {"before", "after"}) {
+          SCOPED_TRACE(std::string(c10::toString(dtype)) + " g=" + std::to_string(g) + " " + position +
+                       (centering ? " centred" : ""));
+          const auto options = pln::GatedNormOptions(width, g).centering(centering).gate_position(position);
+          const auto x = (torch::randn({5, width}) * 3 + 1).to(dtype), z = torch::randn({5, width}).to(dtype);
+          const auto w = (torch::rand({width}) + 0.5).to(dtype), b = torch::randn({width}).to(dtype);
+          const auto dy = torch::randn({5, width}).to(dtype);
+          const auto leaves = [](std::vector<torch::Tensor> ts) {
+            for (auto& t : ts) t = t.detach().clone().requires_grad_();
+            return ts;
+          };
+          auto narrow = leaves({x, z, w, b});
+          auto wide = leaves({x.to(torch::kFloat), z.to(torch::kFloat), w.to(torch::kFloat), b.to(torch::kFloat)});
+          const auto y = pln::functional::gated_norm(narrow[0], narrow[1], options, narrow[2], narrow[3]);
+          const auto y32 = pln::functional::gated_norm(wide[0], wide[1], options, wide[2], wide[3]);
+          ASSERT_EQ(y.scalar_type(), dtype);
+          EXPECT_TRUE(torch::equal(y, y32.to(dtype)));
+          y.backward(dy);
+          y32.backward(dy.to(torch::kFloat));
+          for (size_t i = 0; i < 4; ++i) {
+            ASSERT_EQ(narrow[i].grad().scalar_type(), dtype) << i;
+            EXPECT_TRUE(torch::equal(narrow[i].grad(), wide[i].grad().to(dtype))) << "gradient " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // The fused CPU kernels' activation (a vectorised exp) over the gate values
 // that saturate it, on groups with and without a tail past the last register,
 // against the formula in float64; a NaN gate gives NaN where the formula does.

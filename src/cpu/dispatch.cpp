@@ -205,13 +205,15 @@ void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double e
 namespace gated {
 
 template <typename T>
-void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* bias, T* y, T* mean, T* rstd) {
+void forward(const Shape& s, const T* x, const T* z, const compute_t<T>* weight, const compute_t<T>* bias, T* y,
+             compute_t<T>* mean, compute_t<T>* rstd) {
   PLN_DISPATCH(gated_forward, s, x, z, weight, bias, y, mean, rstd)
 }
 
 template <typename T>
-void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weight, const T* bias,
-              const T* /*mean*/, const T* /*rstd*/, T* dx, T* dz, double* dweight, double* dbias) {
+void backward(const Shape& s, const T* dy, const T* x, const T* z, const compute_t<T>* weight,
+              const compute_t<T>* bias, const compute_t<T>* /*mean*/, const compute_t<T>* /*rstd*/, T* dx, T* dz,
+              double* dweight, double* dbias) {
   PLN_DISPATCH(gated_backward, s, dy, x, z, weight, bias, dx, dz, dweight, dbias)
 }
 
@@ -223,6 +225,16 @@ template void backward<float>(const Shape&, const float*, const float*, const fl
                               const float*, const float*, float*, float*, double*, double*);
 template void backward<double>(const Shape&, const double*, const double*, const double*, const double*,
                                const double*, const double*, const double*, double*, double*, double*, double*);
+template void forward<c10::Half>(const Shape&, const c10::Half*, const c10::Half*, const float*, const float*,
+                                 c10::Half*, float*, float*);
+template void forward<c10::BFloat16>(const Shape&, const c10::BFloat16*, const c10::BFloat16*, const float*,
+                                     const float*, c10::BFloat16*, float*, float*);
+template void backward<c10::Half>(const Shape&, const c10::Half*, const c10::Half*, const c10::Half*, const float*,
+                                  const float*, const float*, const float*, c10::Half*, c10::Half*, double*,
+                                  double*);
+template void backward<c10::BFloat16>(const Shape&, const c10::BFloat16*, const c10::BFloat16*,
+                                      const c10::BFloat16*, const float*, const float*, const float*, const float*,
+                                      c10::BFloat16*, c10::BFloat16*, double*, double*);
 
 }  // namespace gated
 

@@ -10,7 +10,13 @@
 // capability, as the Parallel LN kernels (cpu/kernels.h), over the same
 // vector vocabulary: SIMD within a group, the activation by a vectorised
 // exp, the statistics as the large-group kernels take them (two passes,
-// blocked sums widened to double, exact at a common offset).
+// blocked sums widened to double, exact at a common offset). float16 and
+// bfloat16 tensors are read and written as they are stored and computed in
+// float32, a group at a time (its values widened into a scratch in L1), as the
+// models' classes compute them; weight, bias and the statistics are float32.
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 
 #include <cstdint>
 
@@ -28,18 +34,36 @@ struct Shape {
   int64_t num_groups() const { return channels / group; }
 };
 
+/// The type a stored type is computed in: float for float16 and bfloat16.
+template <typename T>
+struct Compute {
+  using type = T;
+};
+template <>
+struct Compute<c10::Half> {
+  using type = float;
+};
+template <>
+struct Compute<c10::BFloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename Compute<T>::type;
+
 /// y, and the per-group mean and 1/std ([rows, groups]; null when no backward follows).
 /// weight and bias hold C values (callers pass ones and zeros when absent).
 template <typename T>
-void forward(const Shape& s, const T* x, const T* z, const T* weight, const T* bias, T* y, T* mean, T* rstd);
+void forward(const Shape& s, const T* x, const T* z, const compute_t<T>* weight, const compute_t<T>* bias, T* y,
+             compute_t<T>* mean, compute_t<T>* rstd);
 
 /// dx, dz, and the per-feature sums dweight and dbias ([C], double, overwritten;
 /// the rows are summed in fixed blocks, so the sums do not depend on the thread
 /// count). The statistics are taken again from x and z (mean and rstd are the
 /// forward's, for the operator's signature).
 template <typename T>
-void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weight, const T* bias,
-              const T* mean, const T* rstd, T* dx, T* dz, double* dweight, double* dbias);
+void backward(const Shape& s, const T* dy, const T* x, const T* z, const compute_t<T>* weight,
+              const compute_t<T>* bias, const compute_t<T>* mean, const compute_t<T>* rstd, T* dx, T* dz,
+              double* dweight, double* dbias);
 
 }  // namespace gated
 
@@ -55,6 +79,16 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const T* weig
   void gated_backward(const gated::Shape& s, const double* dy, const double* x, const double* z,                  \
                       const double* weight, const double* bias, double* dx, double* dz, double* dweight,          \
                       double* dbias);                                                                             \
+  void gated_forward(const gated::Shape& s, const c10::Half* x, const c10::Half* z, const float* weight,          \
+                     const float* bias, c10::Half* y, float* mean, float* rstd);                                  \
+  void gated_forward(const gated::Shape& s, const c10::BFloat16* x, const c10::BFloat16* z, const float* weight,  \
+                     const float* bias, c10::BFloat16* y, float* mean, float* rstd);                              \
+  void gated_backward(const gated::Shape& s, const c10::Half* dy, const c10::Half* x, const c10::Half* z,         \
+                      const float* weight, const float* bias, c10::Half* dx, c10::Half* dz, double* dweight,      \
+                      double* dbias);                                                                             \
+  void gated_backward(const gated::Shape& s, const c10::BFloat16* dy, const c10::BFloat16* x,                     \
+                      const c10::BFloat16* z, const float* weight, const float* bias, c10::BFloat16* dx,          \
+                      c10::BFloat16* dz, double* dweight, double* dbias);                                         \
   }
 
 PLN_DECLARE_GATED_KERNELS(base)

@@ -141,8 +141,8 @@ Tensor3 fused_gated_forward(const at::Tensor& input, const at::Tensor& gate, con
   stats_sizes.back() = s.groups();
   at::Tensor mean, rstd;
   if (save_stats) mean = at::empty(stats_sizes, x.options()), rstd = at::empty(stats_sizes, x.options());
-  const at::Tensor w = gated::ones_or(weight, x, s.num_features, 1.0);
-  const at::Tensor b = gated::ones_or(bias, x, s.num_features, 0.0);
+  const at::Tensor w = gated::ones_or(weight, x.options(), s.num_features, 1.0);
+  const at::Tensor b = gated::ones_or(bias, x.options(), s.num_features, 0.0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_gated_norm_forward_cuda", [&] {
     pln::cuda::gated::forward(gated::shape_of(x, s), element_ptr<scalar_t>(x), element_ptr<scalar_t>(z),
                               element_ptr<scalar_t>(w), element_ptr<scalar_t>(b), element_ptr<scalar_t>(y),
@@ -193,8 +193,8 @@ gated::Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tens
   gated::check_backward(grad_output, input, mean, rstd, s);
   const c10::cuda::CUDAGuard device(input.device());
   const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
-  const at::Tensor w = gated::ones_or(weight, x, s.num_features, 1.0);
-  const at::Tensor b = gated::ones_or(bias, x, s.num_features, 0.0);
+  const at::Tensor w = gated::ones_or(weight, x.options(), s.num_features, 1.0);
+  const at::Tensor b = gated::ones_or(bias, x.options(), s.num_features, 0.0);
   const auto acc = x.options().dtype(stats_type(x.scalar_type()));
   const auto shape = gated::shape_of(x, s);
   at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);

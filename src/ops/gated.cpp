@@ -98,8 +98,8 @@ void check_backward(const at::Tensor& grad_output, const at::Tensor& input, cons
               "pln::gated_norm_backward: expected the forward's statistics, one per group");
 }
 
-at::Tensor ones_or(const OptionalTensor& w, const at::Tensor& x, int64_t c, double fill) {
-  return w.has_value() ? w->reshape({-1}).to(x.scalar_type()).contiguous() : at::full({c}, fill, x.options());
+at::Tensor ones_or(const OptionalTensor& p, const at::TensorOptions& options, int64_t c, double fill) {
+  return p.has_value() ? p->reshape({-1}).to(options.dtype()).contiguous() : at::full({c}, fill, options);
 }
 
 pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s) {
@@ -127,10 +127,13 @@ bool fused(const at::Tensor& input) {
 // ------------------------------------------------------------- composite ---
 
 // Half-precision tensors are computed in float32, as the models' classes do.
+at::ScalarType wide_type(at::ScalarType type) {
+  return type == at::kHalf || type == at::kBFloat16 ? at::kFloat : type;
+}
+
 at::Tensor wide(const at::Tensor& t) {
   if (!t.defined()) return t;
-  const auto type = t.scalar_type();
-  return type == at::kHalf || type == at::kBFloat16 ? t.to(at::kFloat) : t;
+  return t.to(wide_type(t.scalar_type()));
 }
 
 at::Tensor activation(const at::Tensor& z, const Spec& s) { return s.sigmoid ? z.sigmoid() : at::silu(z); }
@@ -201,23 +204,27 @@ Tensor4 composite_backward(const at::Tensor& grad_output, const at::Tensor& inpu
 
 Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                     const OptionalTensor& bias, const Spec& s, bool save_stats) {
-  // float16 and bfloat16 run the float32 kernels on float32 copies, rounded once at the end.
-  const at::ScalarType type = input.scalar_type();
-  const at::Tensor x = wide(input).contiguous(), z = wide(gate).contiguous();
+  // float16 and bfloat16 are read and written as they are, computed in float32
+  // (weight, bias and the statistics too), a group at a time.
+  const at::ScalarType type = input.scalar_type(), compute = wide_type(type);
+  const at::Tensor x = input.contiguous(), z = gate.contiguous();
+  const auto compute_options = x.options().dtype(compute);
   at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
   auto stats_sizes = x.sizes().vec();
   stats_sizes.back() = s.groups();
   at::Tensor mean, rstd;
-  if (save_stats) mean = at::empty(stats_sizes, x.options()), rstd = at::empty(stats_sizes, x.options());
-  const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_gated_norm_forward", [&] {
+  if (save_stats) mean = at::empty(stats_sizes, compute_options), rstd = at::empty(stats_sizes, compute_options);
+  const at::Tensor w = ones_or(weight, compute_options, s.num_features, 1.0);
+  const at::Tensor b = ones_or(bias, compute_options, s.num_features, 0.0);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "pln_gated_norm_forward", [&] {
+    using C = pln::cpu::gated::compute_t<scalar_t>;
     pln::cpu::gated::forward<scalar_t>(shape_of(x, s), x.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
-                                  w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                                  save_stats ? mean.data_ptr<scalar_t>() : nullptr,
-                                  save_stats ? rstd.data_ptr<scalar_t>() : nullptr);
+                                       w.data_ptr<C>(), b.data_ptr<C>(), y.data_ptr<scalar_t>(),
+                                       save_stats ? mean.data_ptr<C>() : nullptr,
+                                       save_stats ? rstd.data_ptr<C>() : nullptr);
   });
-  if (!save_stats) return {y.to(type), mean, rstd};
-  return {y.to(type), mean.to(type), rstd.to(type)};
+  if (!save_stats) return {y, mean, rstd};
+  return {y, mean.to(type), rstd.to(type)};
 }
 
 // ------------------------------------------------------- dispatcher calls ---
@@ -271,21 +278,24 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
   TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take floating-point input, got ",
               input.scalar_type());
   check_backward(grad_output, input, mean, rstd, s);
-  // float16 and bfloat16 through float32 copies, as the forward.
-  const at::Tensor x = wide(input).contiguous(), z = wide(gate).contiguous(), dy = wide(grad_output).contiguous();
-  const at::Tensor m = wide(mean).contiguous(), r = wide(rstd).contiguous();
-  const at::Tensor w = ones_or(weight, x, s.num_features, 1.0), b = ones_or(bias, x, s.num_features, 0.0);
-  at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);
+  // float16 and bfloat16 as they are, computed in float32, as the forward.
+  const at::ScalarType type = input.scalar_type(), compute = wide_type(type);
+  const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
+  const auto compute_options = x.options().dtype(compute);
+  const at::Tensor m = mean.to(compute).contiguous(), r = rstd.to(compute).contiguous();
+  const at::Tensor w = ones_or(weight, compute_options, s.num_features, 1.0);
+  const at::Tensor b = ones_or(bias, compute_options, s.num_features, 0.0);
+  at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous), dz = at::empty_like(x, at::MemoryFormat::Contiguous);
   at::Tensor dw = at::empty({s.num_features}, x.options().dtype(at::kDouble));
   at::Tensor db = at::empty({s.num_features}, x.options().dtype(at::kDouble));
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_gated_norm_backward", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "pln_gated_norm_backward", [&] {
+    using C = pln::cpu::gated::compute_t<scalar_t>;
     pln::cpu::gated::backward<scalar_t>(shape_of(x, s), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                   z.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
-                                   m.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(),
-                                   dz.data_ptr<scalar_t>(), dw.data_ptr<double>(), db.data_ptr<double>());
+                                        z.data_ptr<scalar_t>(), w.data_ptr<C>(), b.data_ptr<C>(), m.data_ptr<C>(),
+                                        r.data_ptr<C>(), dx.data_ptr<scalar_t>(), dz.data_ptr<scalar_t>(),
+                                        dw.data_ptr<double>(), db.data_ptr<double>());
   });
-  const at::ScalarType type = input.scalar_type();
-  return {dx.to(type), dz.to(type), dw.to(type), db.to(type)};
+  return {dx, dz, dw.to(type), db.to(type)};
 }
 
 at::Tensor meta_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,

@@ -32,8 +32,8 @@ Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTens
 void check_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
                     const at::Tensor& rstd, const Spec& s);
 
-/// The weight (or bias) as C contiguous values of x's dtype, or C values of `fill`.
-at::Tensor ones_or(const OptionalTensor& w, const at::Tensor& x, int64_t c, double fill);
+/// The weight (or bias) as C contiguous values of `options` (dtype and device), or C values of `fill`.
+at::Tensor ones_or(const OptionalTensor& w, const at::TensorOptions& options, int64_t c, double fill);
 
 /// The kernels' view of x: rows of C features.
 pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s);
