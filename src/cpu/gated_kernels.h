@@ -67,7 +67,7 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const compute
 
 }  // namespace gated
 
-// Each capability's kernels (src/cpu/gated_kernels.cpp); dispatch.cpp picks one.
+// Each capability's kernels (src/cpu/gated_kernels.cpp); src/ops/cpu.cpp picks one.
 #define PLN_DECLARE_GATED_KERNELS(NS)                                                                             \
   namespace NS {                                                                                                  \
   void gated_forward(const gated::Shape& s, const float* x, const float* z, const float* weight,                  \

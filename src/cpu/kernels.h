@@ -5,7 +5,7 @@
 // its own. NCHW gives inner = H*W; every features-last layout gives inner = 1.
 //
 // The kernels are compiled once per CPU capability (see CMakeLists.txt) into
-// namespaces pln::cpu::<capability>; dispatch.cpp picks one at run time.
+// namespaces pln::cpu::<capability>; src/ops/cpu.cpp picks one at run time.
 
 #include <cstdint>
 
