@@ -64,7 +64,10 @@ std::vector<T> scratch(int64_t n) {
   return std::vector<T>(std::is_same_v<S, T> ? 0 : static_cast<size_t>(n));
 }
 
-// Rows per task: a fixed split of the rows, so that the backward's
+// Values a forward task takes at least: 64 KiB of float32, so that a task's
+// time dwarfs the thread pool's hand-over (a few microseconds).
+constexpr int64_t kForwardTaskValues = 16384;
+// Rows per backward task: a fixed split of the rows, so that the backward's
 // per-feature sums do not depend on the thread count.
 constexpr int64_t kRowsPerTask = 64;
 // Rows whose dweight/dbias terms are added in T before they are widened.
@@ -108,7 +111,7 @@ void forward_impl(const Shape& s, const S* x, const S* z, const compute_t<S>* w,
   using T = compute_t<S>;
   using V = NativeVec<T>;
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
-  at::parallel_for(0, s.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, s.rows, std::max<int64_t>(1, kForwardTaskValues / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
     std::vector<T> sg(static_cast<size_t>(g)), hs(static_cast<size_t>(g));
     auto xs = scratch<T, S>(g), zs = scratch<T, S>(g), ys = scratch<T, S>(g);
     for (int64_t row = begin; row < end; ++row) {
