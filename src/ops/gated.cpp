@@ -282,7 +282,6 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
   const at::ScalarType type = input.scalar_type(), compute = wide_type(type);
   const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
   const auto compute_options = x.options().dtype(compute);
-  const at::Tensor m = mean.to(compute).contiguous(), r = rstd.to(compute).contiguous();
   const at::Tensor w = ones_or(weight, compute_options, s.num_features, 1.0);
   const at::Tensor b = ones_or(bias, compute_options, s.num_features, 0.0);
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous), dz = at::empty_like(x, at::MemoryFormat::Contiguous);
@@ -291,8 +290,9 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "pln_gated_norm_backward", [&] {
     using C = pln::cpu::gated::compute_t<scalar_t>;
     pln::cpu::gated::backward<scalar_t>(shape_of(x, s), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                        z.data_ptr<scalar_t>(), w.data_ptr<C>(), b.data_ptr<C>(), m.data_ptr<C>(),
-                                        r.data_ptr<C>(), dx.data_ptr<scalar_t>(), dz.data_ptr<scalar_t>(),
+                                        z.data_ptr<scalar_t>(), w.data_ptr<C>(), b.data_ptr<C>(),
+                                        /*mean=*/nullptr, /*rstd=*/nullptr,  // taken again from x and z
+                                        dx.data_ptr<scalar_t>(), dz.data_ptr<scalar_t>(),
                                         dw.data_ptr<double>(), db.data_ptr<double>());
   });
   return {dx, dz, dw.to(type), db.to(type)};
