@@ -73,26 +73,46 @@ __device__ void group_stats(const Params<A>& p, const S* x, const S* z, int64_t 
   rstd = rsqrt_acc(squares / A(p.group) + p.eps);
 }
 
+// Where a warp slot stands in its group: the group q (of every row's groups)
+// at x + off, its first feature c0 within the row, this thread's lane, and
+// whether q is a group at all (the last block's spare slots are not, and sum
+// zeros with the others).
+struct GroupAt {
+  int64_t q, off, c0;
+  int lane;
+  bool active;
+};
+
+// Each warp slot of each block takes groups in a grid stride, and `body(at,
+// mu, rstd)` gets each one's statistics. Every lane of a slot calls body,
+// active or not, since its group sums need them all.
+template <typename S, typename A, typename Body>
+__device__ __forceinline__ void for_each_group(const Params<A>& p, const S* x, const S* z, Body body) {
+  const int lane = threadIdx.x % kLanes, slot = threadIdx.x / kLanes;
+  for (int64_t q0 = int64_t(blockIdx.x) * kGroupsPerBlock; q0 < p.instances;
+       q0 += int64_t(gridDim.x) * kGroupsPerBlock) {
+    const int64_t q = q0 + slot;
+    const GroupAt at{q, q * p.group, (q % p.groups_per_row) * p.group, lane, q < p.instances};
+    A mu, r;
+    group_stats(p, x, z, at.off, lane, at.active, mu, r);
+    body(at, mu, r);
+  }
+}
+
 template <typename S, typename A>
 __global__ void gated_forward(Params<A> p, const S* __restrict__ x, const S* __restrict__ z,
                               const S* __restrict__ w, const S* __restrict__ b, S* __restrict__ y,
                               S* __restrict__ mean, S* __restrict__ rstd) {
-  const int lane = threadIdx.x % kLanes, slot = threadIdx.x / kLanes;
-  for (int64_t q0 = int64_t(blockIdx.x) * kGroupsPerBlock; q0 < p.instances;
-       q0 += int64_t(gridDim.x) * kGroupsPerBlock) {
-    const int64_t q = q0 + slot, off = q * p.group, c0 = (q % p.groups_per_row) * p.group;
-    const bool active = q < p.instances;
-    A mu, r;
-    group_stats(p, x, z, off, lane, active, mu, r);
-    if (!active) continue;
-    for (int64_t i = lane; i < p.group; i += kLanes) {
+  for_each_group(p, x, z, [=](const GroupAt& at, A mu, A r) {
+    if (!at.active) return;
+    for (int64_t i = at.lane; i < p.group; i += kLanes) {
       A a;
-      const A h = gated_value(p, x, z, off + i, a);
-      const A out = (h - mu) * r * to_acc(w[c0 + i]) + to_acc(b[c0 + i]);
-      y[off + i] = store_value<S>(p.before ? out : out * a);
+      const A h = gated_value(p, x, z, at.off + i, a);
+      const A out = (h - mu) * r * to_acc(w[at.c0 + i]) + to_acc(b[at.c0 + i]);
+      y[at.off + i] = store_value<S>(p.before ? out : out * a);
     }
-    if (mean != nullptr && lane == 0) mean[q] = store_value<S>(mu), rstd[q] = store_value<S>(r);
-  }
+    if (mean != nullptr && at.lane == 0) mean[at.q] = store_value<S>(mu), rstd[at.q] = store_value<S>(r);
+  });
 }
 
 // dx and dz of every group, and (stats not null) each group's mu and rstd
@@ -101,33 +121,27 @@ template <typename S, typename A>
 __global__ void gated_backward(Params<A> p, const S* __restrict__ dy, const S* __restrict__ x,
                                const S* __restrict__ z, const S* __restrict__ w, const S* __restrict__ b,
                                S* __restrict__ dx, S* __restrict__ dz, A* __restrict__ stats) {
-  const int lane = threadIdx.x % kLanes, slot = threadIdx.x / kLanes;
-  for (int64_t q0 = int64_t(blockIdx.x) * kGroupsPerBlock; q0 < p.instances;
-       q0 += int64_t(gridDim.x) * kGroupsPerBlock) {
-    const int64_t q = q0 + slot, off = q * p.group, c0 = (q % p.groups_per_row) * p.group;
-    const bool active = q < p.instances;
-    A mu, r;
-    group_stats(p, x, z, off, lane, active, mu, r);
+  for_each_group(p, x, z, [=](const GroupAt& at, A mu, A r) {
     A sums[2] = {0, 0};  // sum dn, sum dn * n
-    if (active) {
-      for (int64_t i = lane; i < p.group; i += kLanes) {
+    if (at.active) {
+      for (int64_t i = at.lane; i < p.group; i += kLanes) {
         A a;
-        const A n = (gated_value(p, x, z, off + i, a) - mu) * r;
-        const A dt = p.before ? to_acc(dy[off + i]) : to_acc(dy[off + i]) * a;
-        const A dn = dt * to_acc(w[c0 + i]);
+        const A n = (gated_value(p, x, z, at.off + i, a) - mu) * r;
+        const A dt = p.before ? to_acc(dy[at.off + i]) : to_acc(dy[at.off + i]) * a;
+        const A dn = dt * to_acc(w[at.c0 + i]);
         sums[0] += dn;
         sums[1] += dn * n;
       }
     }
     sums[0] = group_sum(sums[0], kLanes, subwarp_mask(kLanes));
     sums[1] = group_sum(sums[1], kLanes, subwarp_mask(kLanes));
-    if (!active) continue;
+    if (!at.active) return;
     const A mean_dn = p.centering ? sums[0] / A(p.group) : A(0), mean_dn_n = sums[1] / A(p.group);
-    for (int64_t i = lane; i < p.group; i += kLanes) {
-      const int64_t j = off + i;
+    for (int64_t i = at.lane; i < p.group; i += kLanes) {
+      const int64_t j = at.off + i;
       A a;
       const A n = (gated_value(p, x, z, j, a) - mu) * r;
-      const A dyj = to_acc(dy[j]), wj = to_acc(w[c0 + i]), slope = activation_slope(p, to_acc(z[j]));
+      const A dyj = to_acc(dy[j]), wj = to_acc(w[at.c0 + i]), slope = activation_slope(p, to_acc(z[j]));
       const A dn = (p.before ? dyj : dyj * a) * wj;
       const A dh = r * (dn - n * mean_dn_n - mean_dn);
       if (p.before) {
@@ -135,11 +149,11 @@ __global__ void gated_backward(Params<A> p, const S* __restrict__ dy, const S* _
         dz[j] = store_value<S>(dh * to_acc(x[j]) * slope);
       } else {
         dx[j] = store_value<S>(dh);
-        dz[j] = store_value<S>(dyj * (n * wj + to_acc(b[c0 + i])) * slope);
+        dz[j] = store_value<S>(dyj * (n * wj + to_acc(b[at.c0 + i])) * slope);
       }
     }
-    if (stats != nullptr && lane == 0) stats[2 * q] = mu, stats[2 * q + 1] = r;
-  }
+    if (stats != nullptr && at.lane == 0) stats[2 * at.q] = mu, stats[2 * at.q + 1] = r;
+  });
 }
 
 // How the dweight/dbias sums split the rows: `parts` runs of `rows_per_part`
