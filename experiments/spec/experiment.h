@@ -72,7 +72,9 @@ struct Experiment {
   std::string name;
   std::string description;
   /// Every key the family takes: its default, what it allows, its help; the
-  /// family's checks across keys (spec/keys.h). Its family is `name`.
+  /// family's checks across keys (spec/keys.h). Its family is `name`. A
+  /// family builds it from its Schema (spec/schema.h), whose read() its `run`
+  /// uses to take the configuration as its struct.
   KeyTable keys;
   std::vector<Preset> presets;         ///< e.g. smoke, cpu, paper, in the order the command line lists them
   /// Keys the summary reports again, resolved (vit's `width` 0 is the size's
