@@ -2,6 +2,7 @@
 // use inside torch::nn::Sequential, and PQNorm.
 
 #include <gtest/gtest.h>
+#include <unistd.h>  // getpid
 
 #include "reference.h"
 
@@ -38,7 +39,9 @@ TEST(Module, SaveLoadRoundTrip) {
     saved->weight.uniform_(0.5, 1.5);
     saved->bias.normal_();
   }
-  const auto path = std::filesystem::temp_directory_path() / "pln_module_roundtrip.pt";
+  // One file a process: CTest runs this binary in several processes at once (one per capability).
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("pln_module_roundtrip_" + std::to_string(::getpid()) + ".pt");
   torch::save(saved, path.string());
   pln::ParallelLN loaded(ParallelLNOptions(16, 4).dim(3));
   torch::load(loaded, path.string());
