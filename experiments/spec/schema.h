@@ -110,8 +110,8 @@ class Schema {
   /// Throws ConfigError with the message alone; the table names the family.
   using Check = std::function<void(const S& config)>;
 
-  /// Throws std::logic_error as KeyTable does, or when a default does not
-  /// read into its member.
+  /// Throws std::logic_error as KeyTable does (field() has already refused a
+  /// key bound to a member of another type).
   Schema(std::string family, std::vector<Field<S>> bound, Check check = {}) {
     auto binding = std::make_shared<Binding>();
     std::vector<Key> keys;
@@ -124,7 +124,6 @@ class Schema {
     if (binding->check) table_check = [binding](const Config& c) { binding->check(binding->fill(c)); };
     table_ = KeyTable(std::move(family), std::move(keys), std::move(table_check));
     binding_ = std::move(binding);
-    (void)binding_->fill(table_.defaults());
   }
 
   /// --help, --set, presets and validation: the keys without their members.
