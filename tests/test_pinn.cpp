@@ -103,27 +103,47 @@ TEST(PinnGrids, CpuSearchGivesEveryModelTheSameBudget) {
 // The long stage trains what the coarse stage found best: each model's
 // depth, loss weight, optimiser and learning rate in `table-cpu-long` are
 // those of its lowest-error cell in results/pinn-table-cpu/records.csv.
-TEST(PinnGrids, LongStageTrainsTheCoarseStagesBestConfigurations) {
-  const fs::path records_file = fs::path(pln_test_source_dir) / "results" / "pinn-table-cpu" / "records.csv";
+// A later stage's model axis against the shipped records of its coarse stage:
+// each model trains the settings of its lowest `metric` there.
+void expect_stage_trains_coarse_best(const std::string& coarse, const std::string& metric, const std::string& stage,
+                                     const std::vector<std::string>& keys) {
+  SCOPED_TRACE(stage);
+  const fs::path records_file = fs::path(pln_test_source_dir) / "results" / ("pinn-" + coarse) / "records.csv";
   if (!fs::exists(records_file)) GTEST_SKIP() << records_file << " is not shipped in this checkout";
   const auto records = read_csv(records_file);
-  std::map<std::string, std::pair<double, size_t>> best;  // model -> (rel_l2, row)
+  std::map<std::string, std::pair<double, size_t>> best;  // model -> (error, row)
   for (size_t r = 0; r < records.rows.size(); ++r) {
-    const double err = number_value(records.get(r, "rel_l2"));
+    const double err = number_value(records.get(r, metric));
     auto& b = best.try_emplace(records.get(r, "model"), std::numeric_limits<double>::infinity(), 0).first->second;
     if (std::isfinite(err) && err < b.first) b = {err, r};
   }
-  const auto& long_stage = find_grid(find_experiment("pinn"), "table-cpu-long");
-  ASSERT_EQ(long_stage.axes.front().name, "model");
-  for (const auto& value : long_stage.axes.front().values) {
+  const auto& grid = find_grid(find_experiment("pinn"), stage);
+  ASSERT_EQ(grid.axes.front().name, "model");
+  ASSERT_EQ(grid.axes.front().values.size(), best.size());
+  for (const auto& value : grid.axes.front().values) {
     SCOPED_TRACE(value.label);
     ASSERT_TRUE(best.count(value.label));
     const size_t row = best.at(value.label).second;
-    EXPECT_EQ(value.overrides["depth"].get<int64_t>(), std::stoll(records.get(row, "depth")));
-    EXPECT_EQ(value.overrides["bc_weight"].get<double>(), number_value(records.get(row, "bc_weight")));
-    EXPECT_EQ(value.overrides["optimizer"].get<std::string>(), records.get(row, "optimizer"));
-    EXPECT_EQ(value.overrides["lr"].get<double>(), number_value(records.get(row, "lr")));
+    for (const auto& key : keys) {
+      SCOPED_TRACE(key);
+      const auto& chosen = value.overrides.at(key);
+      if (chosen.is_string()) {
+        EXPECT_EQ(chosen.get<std::string>(), records.get(row, key));
+      } else {
+        EXPECT_EQ(chosen.get<double>(), number_value(records.get(row, key)));
+      }
+    }
   }
+}
+
+TEST(PinnGrids, LongStageTrainsTheCoarseStagesBestConfigurations) {
+  expect_stage_trains_coarse_best("table-cpu", "rel_l2", "table-cpu-long", {"depth", "bc_weight", "optimizer", "lr"});
+}
+
+TEST(PinnGrids, OriginalFinalStageTrainsTheCoarseStagesBestSettings) {
+  const std::vector<std::string> keys = {"depth", "pde_weight", "bc_weight", "optimizer", "lr"};
+  expect_stage_trains_coarse_best("table-original-cpu", "rel_l2_train", "table-original-cpu-final", keys);
+  expect_stage_trains_coarse_best("table-original-cpu", "rel_l2_train", "table-original-cpu-ablation", keys);
 }
 
 // ------------------------------------------------------------- PINN pieces

@@ -352,21 +352,51 @@ GridAxis models() {
   return axis;
 }
 
+// A Table 1 model with the settings a coarse stage chose for it.
+Config tuned(const std::string& norm, const std::string& act, const Config& settings) {
+  Config c = model(norm, 4, act);
+  c.update(settings);
+  return c;
+}
+
 // The long stage of the CPU search: each Table 1 model with its best
 // configuration of the coarse stage (`table-cpu`, the lowest relative L2
 // error over its 18 cells; records in results/pinn-table-cpu/).
 GridAxis long_stage_models() {
-  const auto best = [](const std::string& norm, const std::string& act, int64_t depth, double bc_weight,
-                       const std::string& optimizer) {
-    Config c = model(norm, 4, act);
-    c.update(Config{{"depth", depth}, {"bc_weight", bc_weight}, {"optimizer", optimizer}, {"lr", 1e-3}});
-    return c;
+  const auto at = [](int64_t depth, double bc_weight) {
+    return Config{{"depth", depth}, {"bc_weight", bc_weight}, {"optimizer", "adam"}, {"lr", 1e-3}};
   };
   return {"model",
-          {{"PLN(4)", best("pln", "none", 2, 10, "adam")},
-           {"SAT", best("none", "sat", 3, 10, "adam")},
-           {"Tanh", best("none", "tanh", 2, 10, "adam")},
-           {"ReLU", best("none", "relu", 2, 0.1, "adam")}}};
+          {{"PLN(4)", tuned("pln", "none", at(2, 10))},
+           {"SAT", tuned("none", "sat", at(3, 10))},
+           {"Tanh", tuned("none", "tanh", at(2, 10))},
+           {"ReLU", tuned("none", "relu", at(2, 0.1))}}};
+}
+
+// The final stage of the CPU search at the authors' protocol: each Table 1
+// model with the settings of its lowest final error (DeepXDE's, at the last
+// step) in the coarse stage (`table-original-cpu`, 18 cells a model; records
+// in results/pinn-table-original-cpu/).
+GridAxis original_final_stage_models() {
+  const auto at = [](int64_t depth, double pde_weight, double bc_weight, const std::string& optimizer, double lr) {
+    return Config{{"depth", depth}, {"pde_weight", pde_weight}, {"bc_weight", bc_weight}, {"optimizer", optimizer},
+                  {"lr", lr}};
+  };
+  return {"model",
+          {{"PLN(4)", tuned("pln", "none", at(2, 1, 10, "adam", 3e-4))},
+           {"SAT", tuned("none", "sat", at(2, 1, 10, "adam", 3e-4))},
+           {"Tanh", tuned("none", "tanh", at(2, 1, 10, "adam", 3e-4))},
+           {"ReLU", tuned("none", "relu", at(2, 1, 10, "adam", 1e-4))}}};
+}
+
+// What the authors' protocol's schedule and precision each change: the
+// protocol as it is, with this project's cosine decay (to 1% of the rate),
+// and in float32.
+GridAxis protocol_variants() {
+  return {"variant",
+          {{"original", Config::object()},
+           {"cosine", Config{{"schedule", "cosine"}, {"lr_floor", 0.01}}},
+           {"float32", Config{{"dtype", "float32"}}}}};
 }
 
 // The authors' framework's search axes (docs/pinn.md, "The original protocol").
@@ -427,6 +457,21 @@ std::map<std::string, GridSpec> grids() {
       {table_models(), integer_axis("width", {128}), integer_axis("depth", {2, 4}),
        loss_weights({{10, 1}, {1, 1}, {1, 10}}), optimizer_rates({{"adam", 1e-4}, {"adam", 3e-4}, {"sgd", 3e-5}}),
        integer_axis("seed", {1})}};
+  // The final stage: each model's coarse choice at both widths, seeds 1-5, as
+  // many steps as the coarse stage (the framework's 6,000 take six times as
+  // long). The ablation: the final stage's settings at width 128 with one
+  // part of this project's protocol each, the schedule or the precision.
+  g["table-original-cpu-final"] = {
+      "Table 1's search at the authors' protocol on 2 cores, final stage: each model's best table-original-cpu "
+      "settings x widths 128, 256 x seeds 1-5, 1,000 steps (40 cells)",
+      "original", Config{{"steps", 1000}},
+      {original_final_stage_models(), integer_axis("width", {128, 256}), integer_axis("seed", {1, 2, 3, 4, 5})}};
+  g["table-original-cpu-ablation"] = {
+      "the final stage's settings at width 128 under the authors' protocol, with cosine decay, and in float32, "
+      "seeds 1-3, 1,000 steps (36 cells)",
+      "original", Config{{"steps", 1000}},
+      {original_final_stage_models(), integer_axis("width", {128}), protocol_variants(),
+       integer_axis("seed", {1, 2, 3})}};
   // Table 1's search at this project's protocol (the `paper` preset): the
   // paper names its axes (depths, loss weights, optimisers, five seeds) but
   // not their values; these are depths 2-4, three boundary weights and three
