@@ -100,11 +100,9 @@ TEST(PinnGrids, CpuSearchGivesEveryModelTheSameBudget) {
   }
 }
 
-// The long stage trains what the coarse stage found best: each model's
-// depth, loss weight, optimiser and learning rate in `table-cpu-long` are
-// those of its lowest-error cell in results/pinn-table-cpu/records.csv.
-// A later stage's model axis against the shipped records of its coarse stage:
-// each model trains the settings of its lowest `metric` there.
+// A later stage trains what its coarse stage found best: each model's
+// settings (`keys`) in the stage's model axis are those of its cell with the
+// lowest `metric` in the coarse stage's shipped records (results/pinn-<coarse>/).
 void expect_stage_trains_coarse_best(const std::string& coarse, const std::string& metric, const std::string& stage,
                                      const std::vector<std::string>& keys) {
   SCOPED_TRACE(stage);
