@@ -171,28 +171,39 @@ std::string stats_text(const SeedStats& s) {
   return fmt::format("{:.2e} | {:.2e} +- {:.1e} ({})", s.best, s.mean, s.sd, s.runs);
 }
 
-// comparison.md of a grid at the authors' protocol: per model and width the
-// paper's value, then DeepXDE's error on the training points, at the last step
-// and the lowest logged, best and mean +- sd over the seeds of the settings
-// holding the best final run; beside them the best of this project's protocol
-// from `ours` (records.csv of `table-cpu-long`), when given.
-void write_original_comparison(const CsvTable& t, const CsvTable* ours, const fs::path& out) {
-  struct Group {
-    std::vector<double> final_errors, best_errors;
-  };
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, Group>> groups;  // (model, width) -> settings -> runs
-  std::vector<std::string> models;
+// The runs of a grid at the authors' protocol: DeepXDE's final and lowest
+// logged errors, by (model, width), then by settings (the seeds pooled).
+struct SettingRuns {
+  std::vector<double> final_errors, best_errors;
+};
+struct RunsBySetting {
+  std::vector<std::string> models;  // in the records' order
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, SettingRuns>> groups;
+};
+
+RunsBySetting runs_by_setting(const CsvTable& t) {
+  RunsBySetting runs;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const double width = number_value(t.get(r, "width"));
     const double final_error = number_value(t.get(r, "rel_l2_train")), best_error = number_value(t.get(r, "rel_l2_train_best"));
     if (!std::isfinite(width) || !std::isfinite(final_error)) continue;
     const auto m = model_of(t, r);
-    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
-    auto& g = groups[{m, static_cast<int64_t>(width)}][settings_of(t, r)];
+    if (std::find(runs.models.begin(), runs.models.end(), m) == runs.models.end()) runs.models.push_back(m);
+    auto& g = runs.groups[{m, static_cast<int64_t>(width)}][settings_of(t, r)];
     g.final_errors.push_back(final_error);
     g.best_errors.push_back(best_error);
   }
-  const auto ours_best = ours ? best_of_records(*ours) : decltype(best_of_records(t)){};
+  return runs;
+}
+
+// comparison.md of a grid at the authors' protocol: per model and width the
+// paper's value, then DeepXDE's error on the training points, at the last step
+// and the lowest logged, best and mean +- sd over the seeds of the settings
+// holding the best final run; beside them the best of this project's protocol
+// from `ours` (records.csv of `table-cpu-long`), when given.
+void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, const fs::path& out) {
+  const auto& [models, groups] = runs;
+  const auto ours_best = ours ? best_of_records(*ours) : decltype(best_of_records(*ours)){};
   std::string md =
       "Relative L2 error at the authors' framework's protocol, as DeepXDE's `l2 relative error` measures it (on the "
       "training points), at the last step (final) and the lowest logged (best logged): the best run, and the mean "
@@ -230,19 +241,20 @@ void write_original_comparison(const CsvTable& t, const CsvTable* ours, const fs
     }
   }
   write_file_atomic(out / "comparison.md", md);
+}
 
-  // settings.md: every setting's runs, so that a grid varying one setting
-  // (`table-original-cpu-ablation`: the schedule, the precision) shows each.
+// settings.md: every setting's runs, so that a grid varying one setting
+// (`table-original-cpu-ablation`: the schedule, the precision) shows each.
+void write_settings_table(const RunsBySetting& runs, const fs::path& out) {
   std::string all = "DeepXDE's relative L2 error on the training points of every setting of the grid: at the last "
                     "step (final) and the lowest logged (best logged), the best run and the mean +- sd (runs) over "
                     "its seeds.\n\n| model | width | settings | final: best | final: mean +- sd | best logged: best | "
                     "best logged: mean +- sd |\n|---|---|---|---|---|---|---|\n";
-  for (const auto& m : models) {
-    for (int64_t w : widths) {
-      const auto it = groups.find({m, w});
-      if (it == groups.end()) continue;
-      for (const auto& [name, g] : it->second) {
-        all += fmt::format("| {} | {} | {} | {} | {} |\n", m, w, name, stats_text(seed_stats(g.final_errors)),
+  for (const auto& m : runs.models) {
+    for (const auto& [key, settings] : runs.groups) {
+      if (key.first != m) continue;
+      for (const auto& [name, g] : settings) {
+        all += fmt::format("| {} | {} | {} | {} | {} |\n", m, key.second, name, stats_text(seed_stats(g.final_errors)),
                            stats_text(seed_stats(g.best_errors)));
       }
     }
@@ -389,14 +401,16 @@ void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
                     "(over every configuration of the grid).\n\n" + md);
   write_file_atomic(out / "table.csv", csv);
   if (original_protocol(t)) {
+    const auto runs = runs_by_setting(t);
     // This project's protocol's search, when its long stage's records lie beside this grid (as in results/).
     const auto ours_file = dir.parent_path() / "pinn-table-cpu-long" / "records.csv";
     if (fs::exists(ours_file)) {
       const auto ours = read_csv(ours_file);
-      write_original_comparison(t, &ours, out);
+      write_original_comparison(runs, &ours, out);
     } else {
-      write_original_comparison(t, nullptr, out);
+      write_original_comparison(runs, nullptr, out);
     }
+    write_settings_table(runs, out);
   } else {
     write_comparison(b, t, out);
   }
