@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -404,12 +405,8 @@ void plot_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) {
     const auto runs = runs_by_setting(t);
     // This project's protocol's search, when its long stage's records lie beside this grid (as in results/).
     const auto ours_file = dir.parent_path() / "pinn-table-cpu-long" / "records.csv";
-    if (fs::exists(ours_file)) {
-      const auto ours = read_csv(ours_file);
-      write_original_comparison(runs, &ours, out);
-    } else {
-      write_original_comparison(runs, nullptr, out);
-    }
+    const auto ours = fs::exists(ours_file) ? std::optional<CsvTable>(read_csv(ours_file)) : std::nullopt;
+    write_original_comparison(runs, ours ? &*ours : nullptr, out);
     write_settings_table(runs, out);
   } else {
     write_comparison(b, t, out);
