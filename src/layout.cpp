@@ -32,13 +32,21 @@ void check_input(const torch::Tensor& x, Layout layout, int64_t num_features) {
               x.sym_size(axis), " (input shape ", x.sym_sizes(), ")");
 }
 
+bool param_type_fits(at::ScalarType param, at::ScalarType input) {
+  if (param == input) return true;
+  if (!at::isFloatingType(param)) return false;
+  if (input == at::kHalf || input == at::kBFloat16) return param == at::kFloat;
+  return c10::elementSize(param) < c10::elementSize(input);
+}
+
 void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& x,
                  int64_t num_features) {
   if (!p.defined()) return;
   TORCH_CHECK(p.sym_numel() == num_features, "pln: ", name, " must have ", num_features,
               " elements (num_features), got ", p.sym_numel(), " (shape ", p.sym_sizes(), ")");
-  TORCH_CHECK(p.scalar_type() == x.scalar_type(), "pln: ", name, " has dtype ", p.scalar_type(),
-              " but the input has dtype ", x.scalar_type());
+  TORCH_CHECK(param_type_fits(p.scalar_type(), x.scalar_type()), "pln: ", name, " has dtype ", p.scalar_type(),
+              " but the input has dtype ", x.scalar_type(), " (the parameters take the input's dtype, float32 "
+              "with a float16 or bfloat16 input, or a narrower floating type, which is widened)");
   TORCH_CHECK(p.device() == x.device(), "pln: ", name, " is on ", p.device(),
               " but the input is on ", x.device());
 }

@@ -14,6 +14,10 @@ namespace pln::detail {
 /// Checks x against the layout and feature count (num_features <= 0: any
 /// width); errors name expected and actual values.
 void check_input(const torch::Tensor& x, Layout layout, int64_t num_features);
+/// Whether an affine parameter of type `param` goes with an input of type
+/// `input`: the same type, float32 with a float16 or bfloat16 input (as
+/// nn.LayerNorm takes them), or a narrower floating type, widened exactly.
+bool param_type_fits(at::ScalarType param, at::ScalarType input);
 /// Checks an affine parameter (`name` is "weight" or "bias") against x.
 void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& x,
                  int64_t num_features);

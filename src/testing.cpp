@@ -1,6 +1,6 @@
 // include/pln/testing.h: the test hooks (the composite path the fused kernels
 // are checked against, and which path a call takes). The jets' composite is in
-// jet.cpp, beside the jets.
+// functional.cpp, beside the jets' functional.
 
 #include <pln/testing.h>
 
@@ -10,7 +10,7 @@
 namespace pln::detail {
 
 bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options) {
-  return ops::has_fused_kernels(x, options.p());
+  return ops::fused_kernels_take(x, options.p());
 }
 
 torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOptions& options,
@@ -19,7 +19,7 @@ torch::Tensor parallel_ln_composite(const torch::Tensor& x, const ParallelLNOpti
   const ops::ParallelNormSpec spec{options.num_features(), options.num_per_group(), options.eps(),
                                    options.centering(),    options.resolved_layout(), options.p(),
                                    options.p()};
-  return ops::composite::forward(x, spec, weight, bias);
+  return ops::parallel_ln_op::composite(x, ops::defined_or_none(weight), ops::defined_or_none(bias), spec);
 }
 
 }  // namespace pln::detail

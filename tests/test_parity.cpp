@@ -411,7 +411,7 @@ TEST(Paths, CompositeMatchesFused) {
   }
 }
 
-TEST(Paths, GenericPAndHalfUseTheCompositePath) {
+TEST(Paths, GenericPTakesTheCompositePathAndHalfTypesTheFused) {
   torch::manual_seed(10);
   const torch::Tensor x = torch::randn({5, 12}, torch::kDouble);
   const auto options = ParallelLNOptions(12, 4).dim(2).p(3.0).affine(false);
@@ -420,7 +420,7 @@ TEST(Paths, GenericPAndHalfUseTheCompositePath) {
                               reference(x, 12, 4, Layout::kNC, true, 1e-5, 3.0), 1e-12, 1e-12));
   const torch::Tensor xh = torch::randn({5, 12}).to(torch::kBFloat16);
   const auto options2 = ParallelLNOptions(12, 4).dim(2).affine(false);
-  EXPECT_FALSE(detail::uses_fused_kernels(xh, options2));
+  EXPECT_TRUE(detail::uses_fused_kernels(xh, options2));
   const auto yh = functional::parallel_ln(xh, options2).to(torch::kFloat);
   EXPECT_TRUE(torch::allclose(yh, reference(xh.to(torch::kFloat), 12, 4, Layout::kNC, true, 1e-5, 2.0), 5e-2, 5e-2));
 }

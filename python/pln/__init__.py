@@ -22,6 +22,8 @@ from . import _library
 _library.load()
 
 from . import functional  # noqa: E402
+
+functional._register_vmap_rules()
 from .convert import Change, Conversion, ConversionError, Skipped, convert  # noqa: E402
 from .modules import PLS, GatedNorm, ParallelLN, PQNorm  # noqa: E402
 from . import distributed  # noqa: E402

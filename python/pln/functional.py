@@ -10,7 +10,9 @@ Each function infers the feature count from the input and calls the fused
 operators ``torch.ops.pln.parallel_ln`` and ``torch.ops.pln.pq_norm`` (CPU,
 CUDA, Meta, autograd, torch.compile, torch.export). Under ``torch.func``
 transforms and forward-mode AD, which the fused operators' C++ autograd does
-not cover, the same formulas run as composite ATen operations instead.
+not cover, and in ONNX export, they call the operators' composite
+formulation instead (``torch.ops.pln.parallel_ln_composite``), which those
+tracers see as ATen operations.
 """
 
 from typing import Optional, Tuple
@@ -92,6 +94,9 @@ def _check_group(num_features: int, num_per_group: int) -> None:
                          f"number of features ({num_features})")
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
 def _transformed(*tensors: Optional[Tensor]) -> bool:
     """Whether a torch.func transform or forward-mode AD sees any of the tensors."""
     compiler = getattr(torch, "compiler", None)
@@ -124,55 +129,86 @@ def _onnx_exporting() -> bool:
 def _composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_per_group: int,
                eps: float, centering: bool, p: float, q: Optional[float], axis: int,
                layer_norm: bool = False) -> Tensor:
-    """The operator's formula in ATen operations, differentiable to any order
-    and in forward mode (the reference the fused operators are tested against)."""
+    """The operator's formulation in ATen operations, for the tracers that must
+    see those rather than the fused operators (torch.func transforms, forward-mode
+    AD, ONNX export): ``torch.ops.pln.parallel_ln_composite``, the C++
+    formulation as a CompositeImplicitAutograd operator, which decomposes into
+    them (and which a vmap rule below batches). For ONNX, a centred p = 2 norm
+    is ATen's layer_norm instead, which the exporter makes one
+    LayerNormalization of (not for torch.func: ATen's layer_norm has wrong
+    third derivatives)."""
     x = input.movedim(axis, -1)
     shape = x.shape
-    g = x.reshape(*shape[:-1], shape[-1] // num_per_group, num_per_group)
+    width = int(shape[-1])
     if layer_norm and centering and p == 2 and q in (None, 2.0):
-        # ONNX export: the exporter turns this into one LayerNormalization.
-        # (Not for torch.func: ATen's layer_norm has wrong third derivatives.)
+        dtype = input.dtype
+        compute = torch.float32 if dtype in _HALF else dtype
+        g = x.to(compute).reshape(*shape[:-1], width // num_per_group, num_per_group)
         y = torch.nn.functional.layer_norm(g, (num_per_group,), eps=eps).reshape(shape)
         if weight is not None:
-            y = y * weight.reshape(-1)
+            y = y * weight.to(compute).reshape(-1)
         if bias is not None:
-            y = y + bias.reshape(-1)
-        return y.movedim(-1, axis)
-    if centering:
-        # Shifted by one of the group's own values first (the fused kernels'
-        # scheme): x - mean(x) would round at a common offset's magnitude and
-        # leave the centred values off-centre, which the gradients amplify.
-        # The result does not depend on the shift, so it carries no gradient.
-        shifted = g - g.narrow(-1, 0, 1).detach()
-        xc = shifted - shifted.mean(-1, keepdim=True)
-    else:
-        xc = g
-    if q is None:  # parallel_ln
-        stat = xc.pow(2).mean(-1, keepdim=True) if p == 2 else xc.abs().pow(p).mean(-1, keepdim=True)
-        y = xc * (stat + eps).pow(-1.0 / p)
-    else:
-        stat = xc.abs().pow(p).mean(-1, keepdim=True)
-        num = xc if p == q else xc.sign() * xc.abs().pow(p / q)
-        y = num * (stat + eps).pow(-1.0 / q)
-    y = y.reshape(shape)
-    if weight is not None:
-        y = y * weight.reshape(-1)
-    if bias is not None:
-        y = y + bias.reshape(-1)
-    return y.movedim(-1, axis)
+            y = y + bias.to(compute).reshape(-1)
+        return y.movedim(-1, axis).to(dtype)
+    y = torch.ops.pln.parallel_ln_composite(x.reshape(-1, width), weight, bias, width, num_per_group, p,
+                                            p if q is None else q, eps, centering, "nc")
+    return y.reshape(shape).movedim(-1, axis)
 
 
-_HALF = (torch.float16, torch.bfloat16)
+def _batched(x: Tensor, dim: Optional[int], size: int) -> Tensor:
+    """A vmap rule's operand with its batch dimension first (expanded where it has none)."""
+    return x.movedim(dim, 0) if dim is not None else x.expand(size, *x.shape)
 
 
-def _widened(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> bool:
-    """Whether the input is bfloat16 or float16 and the parameters it has float32."""
-    if input.dtype != torch.bfloat16 and input.dtype != torch.float16:
-        return False
-    if weight is None and bias is None:
-        return False
-    return ((weight is None or weight.dtype == torch.float32)
-            and (bias is None or bias.dtype == torch.float32))
+def _parallel_ln_composite_vmap(info, in_dims, input, weight, bias, num_features, num_per_group, p, q, eps,
+                                centering, layout):
+    """vmap of pln::parallel_ln_composite: the batch joins the input's first
+    (N) axis, which every layout has; batched parameters are applied after the
+    norm, in the compute type, rounded once."""
+    x = _batched(input, in_dims[0], info.batch_size)
+    rows = x.reshape(-1, *x.shape[2:])
+    if in_dims[1] is None and in_dims[2] is None:
+        y = torch.ops.pln.parallel_ln_composite(rows, weight, bias, num_features, num_per_group, p, q, eps,
+                                                centering, layout)
+        return y.reshape(x.shape), 0
+    compute = torch.float32 if x.dtype in _HALF else x.dtype
+    y = torch.ops.pln.parallel_ln_composite(rows.to(compute), None, None, num_features, num_per_group, p, q, eps,
+                                            centering, layout).reshape(x.shape)
+    axis = FIXED_LAYOUTS[layout][1] + 1
+    for param, dim, combine in ((weight, in_dims[1], torch.mul), (bias, in_dims[2], torch.add)):
+        if param is not None:
+            batched = _batched(param.to(compute), dim, info.batch_size).reshape(info.batch_size, -1)
+            view = [info.batch_size] + [1] * (x.dim() - 1)
+            view[axis] = batched.shape[1]
+            y = combine(y, batched.reshape(view))
+    return y.to(x.dtype), 0
+
+
+def _gated_norm_composite_vmap(info, in_dims, input, gate, weight, bias, num_features, num_per_group, eps,
+                               centering, gate_position, activation):
+    """vmap of pln::gated_norm_composite (features last, any leading rank): the
+    batch joins the leading axes; with batched parameters, one call a sample."""
+    x, z = _batched(input, in_dims[0], info.batch_size), _batched(gate, in_dims[1], info.batch_size)
+    if in_dims[2] is None and in_dims[3] is None:
+        return torch.ops.pln.gated_norm_composite(x, z, weight, bias, num_features, num_per_group, eps, centering,
+                                                  gate_position, activation), 0
+    w = None if weight is None else _batched(weight, in_dims[2], info.batch_size)
+    b = None if bias is None else _batched(bias, in_dims[3], info.batch_size)
+    return torch.stack([torch.ops.pln.gated_norm_composite(x[i], z[i], None if w is None else w[i],
+                                                           None if b is None else b[i], num_features,
+                                                           num_per_group, eps, centering, gate_position,
+                                                           activation)
+                        for i in range(info.batch_size)]), 0
+
+
+def _register_vmap_rules() -> None:
+    """Batching rules of the composite operators (torch 2.4 and later; before,
+    vmap runs them a sample at a time)."""
+    register = getattr(torch.library, "register_vmap", None)
+    if register is None:
+        return
+    register("pln::parallel_ln_composite", _parallel_ln_composite_vmap)
+    register("pln::gated_norm_composite", _gated_norm_composite_vmap)
 
 
 def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Optional[Tensor],
@@ -181,16 +217,6 @@ def _run(input: Tensor, num_per_group: int, weight: Optional[Tensor], bias: Opti
     """num_features: a module's; the operator reports an input that has another count."""
     if not isinstance(input, Tensor):
         raise TypeError(f"pln: input must be a Tensor, got {type(input).__name__}")
-    if _widened(input, weight, bias):
-        # A half-precision input with float32 parameters, which nn.LayerNorm
-        # takes: computed in float32, rounded once to the input's dtype.
-        return _run(input.float(), num_per_group, weight, bias, eps, centering, p, q, layout,
-                    num_features).to(input.dtype)
-    if input.dtype in (torch.float32, torch.float64):
-        # Half-precision parameters with a wider input (a float32 residual stream
-        # through a bfloat16 model's RMSNorm, whose `weight * x` promotes): widened, exactly.
-        weight = weight.to(input.dtype) if weight is not None and weight.dtype in _HALF else weight
-        bias = bias.to(input.dtype) if bias is not None and bias.dtype in _HALF else bias
     axis = _feature_axis(input, layout)
     wrong_rank = layout in FIXED_LAYOUTS and input.dim() != FIXED_LAYOUTS[layout][0]
     if num_features is None:
@@ -308,18 +334,15 @@ def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional
         raise ValueError("pln: gated_norm's input needs at least 1 dimension (features last)")
     width = int(input.shape[-1])
     _check_group(width, num_per_group)
-    if _widened(input, weight, bias) or input.dtype != gate.dtype:
-        # Mixed dtypes (a bfloat16 gate beside a float32 scan output, float32
-        # parameters beside a bfloat16 input): computed in float32 (or wider), in
-        # the input's dtype at the end, as the models' classes do.
+    if input.dtype != gate.dtype:
+        # A gate of another dtype (a bfloat16 gate beside a float32 scan
+        # output): computed in float32 (or wider), in the input's dtype at the
+        # end, as the models' classes do. Parameters of any float dtype the
+        # operator takes as they are (computed in the input's compute type).
         dtype = input.dtype
         wide = torch.promote_types(torch.promote_types(input.dtype, gate.dtype), torch.float32)
         return gated_norm(input.to(wide), gate.to(wide), num_per_group, weight, bias, eps, centering=centering,
                           gate_position=gate_position, activation=activation).to(dtype)
-    if weight is not None and weight.dtype != input.dtype:
-        weight = weight.to(input.dtype)
-    if bias is not None and bias.dtype != input.dtype:
-        bias = bias.to(input.dtype)
     if _onnx_exporting() or _transformed(input, gate, weight, bias):
         if gate_position not in ("before", "after") or activation not in ("silu", "sigmoid"):
             raise ValueError(f"pln: gated_norm takes gate_position 'before' or 'after' and activation 'silu' or "
@@ -336,27 +359,9 @@ def gated_norm(input: Tensor, gate: Tensor, num_per_group: int, weight: Optional
 
 def _gated_composite(x: Tensor, z: Tensor, g: int, weight: Optional[Tensor], bias: Optional[Tensor], eps: float,
                      centering: bool, before: bool, sigmoid: bool) -> Tensor:
-    """The gated norm's formula in ATen operations (ONNX export writes them as
-    standard operators; torch.func transforms differentiate them), computed
-    in float32 for half-precision inputs as the operator does."""
-    dtype = x.dtype
-    if dtype in (torch.float16, torch.bfloat16):
-        x, z = x.float(), z.float()
-        weight = None if weight is None else weight.float()
-        bias = None if bias is None else bias.float()
-    a = torch.sigmoid(z) if sigmoid else torch.nn.functional.silu(z)
-    h = x * a if before else x
-    shape = h.shape
-    hg = h.reshape(*shape[:-1], shape[-1] // g, g)
-    if centering:
-        shifted = hg - hg.narrow(-1, 0, 1).detach()
-        hg = shifted - shifted.mean(-1, keepdim=True)
-    y = (hg * torch.rsqrt(hg.pow(2).mean(-1, keepdim=True) + eps)).reshape(shape)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    if not before:
-        y = y * a
-    return y.to(dtype)
-
+    """The gated norm's formulation in ATen operations, for tracers (see
+    _composite): ``torch.ops.pln.gated_norm_composite``, the C++ formulation
+    as a CompositeImplicitAutograd operator, computed in float32 for
+    half-precision inputs as the operator does."""
+    return torch.ops.pln.gated_norm_composite(x, z, weight, bias, int(x.shape[-1]), g, eps, centering,
+                                              "before" if before else "after", "sigmoid" if sigmoid else "silu")

@@ -1,5 +1,5 @@
 #pragma once
-// Fused CPU kernels of the gated norm (src/ops/gated.cpp): rows of C features,
+// Fused CPU kernels of the gated norm (src/ops/gated_norm.cpp): rows of C features,
 // last axis, in groups of `group`; `z`, the gate, is shaped like x.
 //
 //   gate before the norm (Mamba-2): h = x * act(z), y = norm(h) * weight + bias
@@ -10,15 +10,14 @@
 // capability, as the Parallel LN kernels (cpu/kernels.h), over the same
 // vector vocabulary: SIMD within a group, the activation by a vectorised
 // exp, the statistics as the large-group kernels take them (two passes,
-// blocked sums widened to double, exact at a common offset). float16 and
-// bfloat16 tensors are read and written as they are stored and computed in
-// float32, a group at a time (its values widened into a scratch in L1), as the
-// models' classes compute them; weight, bias and the statistics are float32.
-
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+// blocked sums widened to double, exact at a common offset). x, z, y and
+// their gradients are stored as S (cpu/storage.h): float16 and bfloat16 are
+// read into float registers and rounded once on store, as the models'
+// classes compute them; weight, bias and the statistics are compute_t<S>.
 
 #include <cstdint>
+
+#include "cpu/storage.h"
 
 namespace pln::cpu {
 namespace gated {
@@ -33,22 +32,6 @@ struct Shape {
   bool sigmoid;      ///< act is the sigmoid; false: SiLU, z * sigmoid(z)
   int64_t num_groups() const { return channels / group; }
 };
-
-/// The type a stored type is computed in: float for float16 and bfloat16.
-template <typename T>
-struct Compute {
-  using type = T;
-};
-template <>
-struct Compute<c10::Half> {
-  using type = float;
-};
-template <>
-struct Compute<c10::BFloat16> {
-  using type = float;
-};
-template <typename T>
-using compute_t = typename Compute<T>::type;
 
 /// y, and the per-group mean and 1/std ([rows, groups]; null when no backward follows).
 /// weight and bias hold C values (callers pass ones and zeros when absent).
@@ -67,28 +50,15 @@ void backward(const Shape& s, const T* dy, const T* x, const T* z, const compute
 
 }  // namespace gated
 
-// Each capability's kernels (src/cpu/gated_kernels.cpp); src/ops/cpu.cpp picks one.
-#define PLN_DECLARE_GATED_KERNELS(NS)                                                                             \
-  namespace NS {                                                                                                  \
-  void gated_forward(const gated::Shape& s, const float* x, const float* z, const float* weight,                  \
-                     const float* bias, float* y, float* mean, float* rstd);                                      \
-  void gated_forward(const gated::Shape& s, const double* x, const double* z, const double* weight,               \
-                     const double* bias, double* y, double* mean, double* rstd);                                  \
-  void gated_backward(const gated::Shape& s, const float* dy, const float* x, const float* z, const float* weight, \
-                      const float* bias, float* dx, float* dz, double* dweight, double* dbias);                   \
-  void gated_backward(const gated::Shape& s, const double* dy, const double* x, const double* z,                  \
-                      const double* weight, const double* bias, double* dx, double* dz, double* dweight,          \
-                      double* dbias);                                                                             \
-  void gated_forward(const gated::Shape& s, const c10::Half* x, const c10::Half* z, const float* weight,          \
-                     const float* bias, c10::Half* y, float* mean, float* rstd);                                  \
-  void gated_forward(const gated::Shape& s, const c10::BFloat16* x, const c10::BFloat16* z, const float* weight,  \
-                     const float* bias, c10::BFloat16* y, float* mean, float* rstd);                              \
-  void gated_backward(const gated::Shape& s, const c10::Half* dy, const c10::Half* x, const c10::Half* z,         \
-                      const float* weight, const float* bias, c10::Half* dx, c10::Half* dz, double* dweight,      \
-                      double* dbias);                                                                             \
-  void gated_backward(const gated::Shape& s, const c10::BFloat16* dy, const c10::BFloat16* x,                     \
-                      const c10::BFloat16* z, const float* weight, const float* bias, c10::BFloat16* dx,          \
-                      c10::BFloat16* dz, double* dweight, double* dbias);                                         \
+// Each capability's kernels (src/cpu/gated_kernels.cpp); src/ops/cpu_capability.cpp picks one.
+#define PLN_DECLARE_GATED_KERNELS(NS)                                                                         \
+  namespace NS {                                                                                              \
+  template <typename S>                                                                                       \
+  void gated_forward(const gated::Shape& s, const S* x, const S* z, const compute_t<S>* weight,              \
+                     const compute_t<S>* bias, S* y, compute_t<S>* mean, compute_t<S>* rstd);                 \
+  template <typename S>                                                                                       \
+  void gated_backward(const gated::Shape& s, const S* dy, const S* x, const S* z, const compute_t<S>* weight, \
+                      const compute_t<S>* bias, S* dx, S* dz, double* dweight, double* dbias);                \
   }
 
 PLN_DECLARE_GATED_KERNELS(base)

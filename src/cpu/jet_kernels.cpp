@@ -9,26 +9,32 @@
 //
 // The backward is the exact reverse of these lines; statistics are recomputed
 // from the input rather than saved (they cost one pass over a group already in
-// registers). Group sizes 4, 8 and 16 are compile-time so the per-group loops
-// unroll; others take the same code with a run-time size. With AVX2, double
-// jets with g a multiple of 4 run four groups side by side, one per lane
-// (4 x 4 transposes on load and store), so every per-group sum is a vertical
-// add; with AVX-512, eight groups first, then four.
+// registers). The arithmetic is in double for float and double jets alike.
+// Written once over the vector vocabulary (kernels/vec.h): kLanes groups side
+// by side, one a lane (groups_in/groups_out transpose them), so that every
+// per-group sum is a vertical add, where the group size is a multiple of the
+// type's kGroupMultiple; one group at a time (ScalarVec) otherwise. Group
+// sizes 4, 8 and 16 are compile-time so the per-group loops unroll.
 
 #include "cpu/jet_kernels.h"
 
 #include <ATen/Parallel.h>
 
-#include <cmath>
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
-#include "cpu/capability.h"
+#include "cpu/kernels/vec.h"
 
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
+
+// The vocabulary type of the jets' kernels: double registers, 256 bits wide
+// with AVX-512 too where the group size is not a multiple of its lanes' four
+// (JetVec below picks per group size).
+using JetWide = NativeVec<double>;
+using JetNarrow = SmallGroupVec<double>;
 
 template <int64_t G>
 struct Size {
@@ -39,176 +45,81 @@ struct Size<0> {
   static int64_t get(int64_t g) { return g; }
 };
 
-// One group's worth of values (V: double, or four groups' in Vec4 lanes): on
-// the stack for compile-time sizes.
-template <int64_t G, typename V>
-struct Buffer {
-  explicit Buffer(int64_t) {}
-  V values[G];
-  V* data() { return values; }
+// One register of W with the arithmetic operators, so that the jets'
+// formulas read as they are written above (each operation rounded once).
+template <typename W>
+struct Reg {
+  typename W::V v;
+  Reg() = default;
+  Reg(typename W::V r) : v(r) {}  // NOLINT: registers and, for ScalarVec, scalars
+  template <typename U = typename W::V, std::enable_if_t<!std::is_same_v<U, double>, int> = 0>
+  Reg(double s) : v(W::set1(s)) {}  // NOLINT: scalars broadcast implicitly
 };
-template <typename V>
-struct Buffer<0, V> {
-  explicit Buffer(int64_t g) : values(static_cast<size_t>(g)) {}
-  std::vector<V> values;
-  V* data() { return values.data(); }
-};
-
-inline double vsqrt(double x) { return std::sqrt(x); }
-
-#if PLN_HAVE_AVX2
-// Four (__m256d) or, with AVX-512, eight (__m512d) double groups side by
-// side, one per lane: forward_block and backward_block with V = Vec4 or Vec8
-// run the same lines as their scalar twins with V = double (ScalarIO); the
-// transposes of LaneIO and LaneIO8 are the only vector-only code. GCC and
-// Clang define + - * / on these register types and broadcast a scalar operand.
-template <int N>
-struct Register;
-template <>
-struct Register<4> {
-  using type = __m256d;
-};
-template <int N>
-struct Lanes {
-  using R = typename Register<N>::type;
-  R v;
-  Lanes() = default;
-  Lanes(double d) : v(R{} + d) {}  // NOLINT: scalars broadcast implicitly
-  explicit Lanes(R x) : v(x) {}
-};
-template <int N>
-inline Lanes<N> operator+(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v + b.v); }
-template <int N>
-inline Lanes<N> operator-(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v - b.v); }
-template <int N>
-inline Lanes<N> operator*(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v * b.v); }
-template <int N>
-inline Lanes<N> operator/(Lanes<N> a, Lanes<N> b) { return Lanes<N>(a.v / b.v); }
-
-using Vec4 = Lanes<4>;
-inline Vec4 vsqrt(Vec4 x) { return Vec4(_mm256_sqrt_pd(x.v)); }
-
-// Rows r0..r3 (four groups' 4-element chunks) <-> lanes (element i of every group).
-inline void transpose4(__m256d& r0, __m256d& r1, __m256d& r2, __m256d& r3) {
-  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-  r0 = _mm256_permute2f128_pd(t0, t2, 0x20);
-  r1 = _mm256_permute2f128_pd(t1, t3, 0x20);
-  r2 = _mm256_permute2f128_pd(t0, t2, 0x31);
-  r3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+template <typename W>
+inline Reg<W> operator+(Reg<W> a, Reg<W> b) {
+  return W::add(a.v, b.v);
+}
+template <typename W>
+inline Reg<W> operator-(Reg<W> a, Reg<W> b) {
+  return W::sub(a.v, b.v);
+}
+template <typename W>
+inline Reg<W> operator*(Reg<W> a, Reg<W> b) {
+  return W::mul(a.v, b.v);
+}
+template <typename W>
+inline Reg<W> operator/(Reg<W> a, Reg<W> b) {
+  return W::div(a.v, b.v);
+}
+// a b + c, rounded once.
+template <typename W>
+inline Reg<W> fma(Reg<W> a, Reg<W> b, Reg<W> c) {
+  return W::fmadd(a.v, b.v, c.v);
+}
+template <typename W>
+inline Reg<W> sqrt(Reg<W> a) {
+  return W::sqrt(a.v);
 }
 
-// Four consecutive groups of G doubles starting at p, lane j = group j.
-template <int64_t G>
-struct LaneIO {
-  using V = Vec4;
-  static void load(const double* p, Vec4* out) {
-    for (int64_t k = 0; k < G; k += 4) {
-      __m256d r0 = _mm256_loadu_pd(p + k), r1 = _mm256_loadu_pd(p + G + k),
-              r2 = _mm256_loadu_pd(p + 2 * G + k), r3 = _mm256_loadu_pd(p + 3 * G + k);
-      transpose4(r0, r1, r2, r3);
-      out[k] = Vec4(r0);
-      out[k + 1] = Vec4(r1);
-      out[k + 2] = Vec4(r2);
-      out[k + 3] = Vec4(r3);
-    }
-  }
-  static void store(const Vec4* in, double* p) {
-    for (int64_t k = 0; k < G; k += 4) {
-      __m256d r0 = in[k].v, r1 = in[k + 1].v, r2 = in[k + 2].v, r3 = in[k + 3].v;
-      transpose4(r0, r1, r2, r3);
-      _mm256_storeu_pd(p + k, r0);
-      _mm256_storeu_pd(p + G + k, r1);
-      _mm256_storeu_pd(p + 2 * G + k, r2);
-      _mm256_storeu_pd(p + 3 * G + k, r3);
-    }
-  }
+// A group's worth of registers: on the stack for compile-time sizes.
+template <int64_t G, typename R>
+struct Buffer {
+  explicit Buffer(int64_t) {}
+  R values[G];
+  R* data() { return values; }
 };
-#endif
+template <typename R>
+struct Buffer<0, R> {
+  explicit Buffer(int64_t g) : values(static_cast<size_t>(g)) {}
+  std::vector<R> values;
+  R* data() { return values.data(); }
+};
 
-#if PLN_HAVE_AVX512
-template <>
-struct Register<8> {
-  using type = __m512d;
-};
-using Vec8 = Lanes<8>;
-inline Vec8 vsqrt(Vec8 x) { return Vec8(_mm512_sqrt_pd(x.v)); }
-
-// Eight consecutive groups of G doubles starting at p, one per lane. Chunk k
-// of groups 2j and 2j + 1 is row j (a0..a3 b0..b3, c.. d.., e.. f.., g.. h..);
-// two rounds of shuffles make lane vector i hold element k + i of every group,
-// in the lane order a c b d e g f h (the same for every i, so per-lane work
-// needs no other order). store() undoes it.
-template <int64_t G>
-struct LaneIO8 {
-  using V = Vec8;
-  static __m512d row(const double* p, int64_t k) {
-    if constexpr (G == 4) return _mm512_loadu_pd(p);
-    return _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(p + k)), _mm256_loadu_pd(p + G + k), 1);
-  }
-  static void put_row(__m512d r, double* p, int64_t k) {
-    if constexpr (G == 4) {
-      _mm512_storeu_pd(p, r);
-    } else {
-      _mm256_storeu_pd(p + k, _mm512_castpd512_pd256(r));
-      _mm256_storeu_pd(p + G + k, _mm512_extractf64x4_pd(r, 1));
-    }
-  }
-  static void load(const double* p, Vec8* out) {
-    for (int64_t k = 0; k < G; k += 4) {
-      const __m512d r0 = row(p, k), r1 = row(p + 2 * G, k), r2 = row(p + 4 * G, k), r3 = row(p + 6 * G, k);
-      const __m512d t0 = _mm512_unpacklo_pd(r0, r1), t1 = _mm512_unpackhi_pd(r0, r1);
-      const __m512d t2 = _mm512_unpacklo_pd(r2, r3), t3 = _mm512_unpackhi_pd(r2, r3);
-      out[k] = Vec8(_mm512_shuffle_f64x2(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)));
-      out[k + 1] = Vec8(_mm512_shuffle_f64x2(t1, t3, _MM_SHUFFLE(2, 0, 2, 0)));
-      out[k + 2] = Vec8(_mm512_shuffle_f64x2(t0, t2, _MM_SHUFFLE(3, 1, 3, 1)));
-      out[k + 3] = Vec8(_mm512_shuffle_f64x2(t1, t3, _MM_SHUFFLE(3, 1, 3, 1)));
-    }
-  }
-  static void store(const Vec8* in, double* p) {
-    const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-    const __m512i high = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-    for (int64_t k = 0; k < G; k += 4) {
-      const __m512d t0 = _mm512_permutex2var_pd(in[k].v, low, in[k + 2].v),
-                    t2 = _mm512_permutex2var_pd(in[k].v, high, in[k + 2].v),
-                    t1 = _mm512_permutex2var_pd(in[k + 1].v, low, in[k + 3].v),
-                    t3 = _mm512_permutex2var_pd(in[k + 1].v, high, in[k + 3].v);
-      put_row(_mm512_unpacklo_pd(t0, t1), p, k);
-      put_row(_mm512_unpackhi_pd(t0, t1), p + 2 * G, k);
-      put_row(_mm512_unpacklo_pd(t2, t3), p + 4 * G, k);
-      put_row(_mm512_unpackhi_pd(t2, t3), p + 6 * G, k);
-    }
-  }
-};
-#endif
-
-// One group of g values of type T at p, held in double.
-template <typename T>
-struct ScalarIO {
-  int64_t g;
-  void load(const T* p, double* out) const {
-    for (int64_t i = 0; i < g; ++i) out[i] = static_cast<double>(p[i]);
-  }
-  void store(const double* in, T* p) const {
-    for (int64_t i = 0; i < g; ++i) p[i] = static_cast<T>(in[i]);
-  }
-};
+// kLanes groups of n values (one a lane) in and out of registers.
+template <typename W, typename S>
+inline void load(const S* p, int64_t n, Reg<W>* out) {
+  groups_in<W>(p, n, reinterpret_cast<typename W::V*>(out));
+}
+template <typename W, typename S>
+inline void store(const Reg<W>* in, int64_t n, S* p) {
+  groups_out<W>(reinterpret_cast<const typename W::V*>(in), n, p);
+}
 
 // v - mean(v), from values shifted by the group's first one: at a common
 // offset much larger than the spread, v - v[0] is exact and its mean keeps
 // the precision that mean(v) would round away (see src/cpu/kernels.cpp).
-template <int64_t G, typename V>
-inline void remove_mean(V* v, int64_t g, bool centering) {
+template <int64_t G, typename W>
+inline void remove_mean(Reg<W>* v, int64_t g, bool centering) {
   if (!centering) return;
   const int64_t n = Size<G>::get(g);
-  const V shift = v[0];
-  V mean(0.0);
+  const Reg<W> shift = v[0];
+  Reg<W> mean = 0.0;
   for (int64_t i = 1; i < n; ++i) {
     v[i] = v[i] - shift;
     mean = mean + v[i];
   }
-  v[0] = V(0.0);
-  mean = mean * V(1.0 / double(n));
+  v[0] = 0.0;
+  mean = mean * Reg<W>(1.0 / double(n));
   for (int64_t i = 0; i < n; ++i) v[i] = v[i] - mean;
 }
 
@@ -219,171 +130,157 @@ struct Parts {
   int64_t second(int64_t k) const { return (1 + directions + k) * plane + offset; }
 };
 
-template <int64_t G, typename V, typename IO, typename T>
-inline void forward_block(const IO& io, const T* x, T* y, const Parts& at, int64_t g, double eps,
-                          bool centering) {
+template <int64_t G, typename W, typename S>
+inline void forward_block(const S* x, S* y, const Parts& at, int64_t g, double eps, bool centering) {
+  using R = Reg<W>;
   const int64_t n = Size<G>::get(g);
-  Buffer<G, V> a_(n), b_(n), c_(n), o_(n);
-  V *a = a_.data(), *b = b_.data(), *c = c_.data(), *o = o_.data();
-  const V inv_g(1.0 / double(n));
-  io.load(x + at.offset, a);
+  Buffer<G, R> a_(n), b_(n), c_(n), o_(n);
+  R *a = a_.data(), *b = b_.data(), *c = c_.data(), *o = o_.data();
+  const R inv_g(1.0 / double(n));
+  load(x + at.offset, n, a);
   remove_mean<G>(a, n, centering);
-  V s(0.0);
-  for (int64_t i = 0; i < n; ++i) s = s + a[i] * a[i];
-  const V r = V(1.0) / vsqrt(s * inv_g + V(eps));
-  const V r3 = r * r * r;
+  R s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s = fma(a[i], a[i], s);
+  const R r = R(1.0) / sqrt(fma(s, inv_g, R(eps)));
+  const R r3 = r * r * r;
   for (int64_t i = 0; i < n; ++i) o[i] = a[i] * r;
-  io.store(o, y + at.offset);
+  store(o, n, y + at.offset);
   for (int64_t k = 0; k < at.directions; ++k) {
-    io.load(x + at.first(k), b);
-    io.load(x + at.second(k), c);
+    load(x + at.first(k), n, b);
+    load(x + at.second(k), n, c);
     remove_mean<G>(b, n, centering);
     remove_mean<G>(c, n, centering);
-    V s1(0.0), s2(0.0);
+    R s1 = 0.0, s2 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-      s1 = s1 + a[i] * b[i];
-      s2 = s2 + b[i] * b[i] + a[i] * c[i];
+      s1 = fma(a[i], b[i], s1);
+      s2 = fma(a[i], c[i], fma(b[i], b[i], s2));
     }
-    s1 = s1 * (V(2.0) * inv_g);
-    s2 = s2 * (V(2.0) * inv_g);
-    const V r1 = V(-0.5) * r3 * s1;
-    const V r2 = V(0.75) * r3 * r * r * s1 * s1 - V(0.5) * r3 * s2;
-    for (int64_t i = 0; i < n; ++i) o[i] = b[i] * r + a[i] * r1;
-    io.store(o, y + at.first(k));
-    for (int64_t i = 0; i < n; ++i) o[i] = c[i] * r + V(2.0) * b[i] * r1 + a[i] * r2;
-    io.store(o, y + at.second(k));
+    s1 = s1 * (R(2.0) * inv_g);
+    s2 = s2 * (R(2.0) * inv_g);
+    const R r1 = R(-0.5) * r3 * s1;
+    const R r2 = R(0.75) * r3 * r * r * s1 * s1 - R(0.5) * r3 * s2;
+    for (int64_t i = 0; i < n; ++i) o[i] = fma(a[i], r1, b[i] * r);
+    store(o, n, y + at.first(k));
+    for (int64_t i = 0; i < n; ++i) o[i] = fma(a[i], r2, fma(R(2.0) * b[i], r1, c[i] * r));
+    store(o, n, y + at.second(k));
   }
 }
 
-template <int64_t G, typename V, typename IO, typename T>
-inline void backward_block(const IO& io, const T* dy, const T* x, T* dx, const Parts& at, int64_t g,
-                           double eps, bool centering) {
+template <int64_t G, typename W, typename S>
+inline void backward_block(const S* dy, const S* x, S* dx, const Parts& at, int64_t g, double eps, bool centering) {
+  using R = Reg<W>;
   const int64_t n = Size<G>::get(g);
-  Buffer<G, V> a_(n), b_(n), c_(n), ga_(n), gb_(n), gc_(n), y1_(n), y2_(n);
-  V *a = a_.data(), *b = b_.data(), *c = c_.data(), *ga = ga_.data(), *gb = gb_.data(),
-    *gc = gc_.data(), *gy1 = y1_.data(), *gy2 = y2_.data();
-  const V inv_g(1.0 / double(n)), two_inv_g(2.0 / double(n));
-  io.load(x + at.offset, a);
+  Buffer<G, R> a_(n), b_(n), c_(n), ga_(n), gb_(n), gc_(n), y1_(n), y2_(n);
+  R *a = a_.data(), *b = b_.data(), *c = c_.data(), *ga = ga_.data(), *gb = gb_.data(), *gc = gc_.data(),
+    *gy1 = y1_.data(), *gy2 = y2_.data();
+  const R inv_g(1.0 / double(n)), two_inv_g(2.0 / double(n));
+  load(x + at.offset, n, a);
   remove_mean<G>(a, n, centering);
-  V s(0.0);
-  for (int64_t i = 0; i < n; ++i) s = s + a[i] * a[i];
-  const V r = V(1.0) / vsqrt(s * inv_g + V(eps));
-  const V rr = r * r, r3 = rr * r, r4 = rr * rr, r5 = r4 * r;
-  V grad_r(0.0);  // total adjoint of r
-  io.load(dy + at.offset, gy1);  // the values' gradient, borrowed buffer
+  R s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s = fma(a[i], a[i], s);
+  const R r = R(1.0) / sqrt(fma(s, inv_g, R(eps)));
+  const R rr = r * r, r3 = rr * r, r4 = rr * rr, r5 = r4 * r;
+  R grad_r = 0.0;  // total adjoint of r
+  load(dy + at.offset, n, gy1);  // the values' gradient, borrowed buffer
   for (int64_t i = 0; i < n; ++i) {
     ga[i] = gy1[i] * r;
-    grad_r = grad_r + gy1[i] * a[i];
+    grad_r = fma(gy1[i], a[i], grad_r);
   }
   for (int64_t k = 0; k < at.directions; ++k) {
-    io.load(x + at.first(k), b);
-    io.load(x + at.second(k), c);
+    load(x + at.first(k), n, b);
+    load(x + at.second(k), n, c);
     remove_mean<G>(b, n, centering);
     remove_mean<G>(c, n, centering);
-    io.load(dy + at.first(k), gy1);
-    io.load(dy + at.second(k), gy2);
-    V s1(0.0), s2(0.0), g_r1(0.0), g_r2(0.0);
+    load(dy + at.first(k), n, gy1);
+    load(dy + at.second(k), n, gy2);
+    R s1 = 0.0, s2 = 0.0, g_r1 = 0.0, g_r2 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-      s1 = s1 + a[i] * b[i];
-      s2 = s2 + b[i] * b[i] + a[i] * c[i];
-      grad_r = grad_r + gy1[i] * b[i] + gy2[i] * c[i];
-      g_r1 = g_r1 + gy1[i] * a[i] + V(2.0) * gy2[i] * b[i];
-      g_r2 = g_r2 + gy2[i] * a[i];
+      s1 = fma(a[i], b[i], s1);
+      s2 = fma(a[i], c[i], fma(b[i], b[i], s2));
+      grad_r = fma(gy2[i], c[i], fma(gy1[i], b[i], grad_r));
+      g_r1 = fma(R(2.0) * gy2[i], b[i], fma(gy1[i], a[i], g_r1));
+      g_r2 = fma(gy2[i], a[i], g_r2);
     }
     s1 = s1 * two_inv_g;
     s2 = s2 * two_inv_g;
-    const V r1 = V(-0.5) * r3 * s1;
-    const V r2 = V(0.75) * r5 * s1 * s1 - V(0.5) * r3 * s2;
-    grad_r = grad_r + g_r1 * (V(-1.5) * rr * s1) + g_r2 * (V(3.75) * r4 * s1 * s1 - V(1.5) * rr * s2);
-    const V g_s1 = V(-0.5) * r3 * g_r1 + V(1.5) * r5 * s1 * g_r2;
-    const V g_s2 = V(-0.5) * r3 * g_r2;
+    const R r1 = R(-0.5) * r3 * s1;
+    const R r2 = R(0.75) * r5 * s1 * s1 - R(0.5) * r3 * s2;
+    grad_r = grad_r + g_r1 * (R(-1.5) * rr * s1) + g_r2 * (R(3.75) * r4 * s1 * s1 - R(1.5) * rr * s2);
+    const R g_s1 = R(-0.5) * r3 * g_r1 + R(1.5) * r5 * s1 * g_r2;
+    const R g_s2 = R(-0.5) * r3 * g_r2;
     for (int64_t i = 0; i < n; ++i) {
-      gb[i] = gy1[i] * r + V(2.0) * gy2[i] * r1 + two_inv_g * (g_s1 * a[i] + V(2.0) * g_s2 * b[i]);
-      gc[i] = gy2[i] * r + two_inv_g * g_s2 * a[i];
-      ga[i] = ga[i] + gy1[i] * r1 + gy2[i] * r2 + two_inv_g * (g_s1 * b[i] + g_s2 * c[i]);
+      gb[i] = fma(gy1[i], r, fma(R(2.0) * gy2[i], r1, two_inv_g * fma(g_s1, a[i], R(2.0) * g_s2 * b[i])));
+      gc[i] = fma(gy2[i], r, two_inv_g * g_s2 * a[i]);
+      ga[i] = ga[i] + fma(gy1[i], r1, fma(gy2[i], r2, two_inv_g * fma(g_s1, b[i], g_s2 * c[i])));
     }
     remove_mean<G>(gb, n, centering);
     remove_mean<G>(gc, n, centering);
-    io.store(gb, dx + at.first(k));
-    io.store(gc, dx + at.second(k));
+    store(gb, n, dx + at.first(k));
+    store(gc, n, dx + at.second(k));
   }
-  const V g_s = V(-0.5) * r3 * grad_r;
-  for (int64_t i = 0; i < n; ++i) ga[i] = ga[i] + two_inv_g * g_s * a[i];
+  const R g_s = R(-0.5) * r3 * grad_r;
+  for (int64_t i = 0; i < n; ++i) ga[i] = fma(two_inv_g * g_s, a[i], ga[i]);
   remove_mean<G>(ga, n, centering);
-  io.store(ga, dx + at.offset);
+  store(ga, n, dx + at.offset);
 }
 
-// Runs `lanes(offset, io)` on eight or four groups at a time from `start`
-// while whole blocks fit before `stop`, where this capability has a vector
-// path for them (double groups of a multiple of 4), io being their LaneIO8 or
-// LaneIO; returns where the scalar loop takes over.
-#if PLN_HAVE_AVX512
-template <int64_t G, typename T, typename Vectors>
-int64_t vector_groups(int64_t start, int64_t stop, Vectors& lanes) {
-  if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-    for (; start + 8 * G <= stop; start += 8 * G) lanes(start, LaneIO8<G>{});
-    for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
-  }
-  return start;
-}
-#elif PLN_HAVE_AVX2
-template <int64_t G, typename T, typename Vectors>
-int64_t vector_groups(int64_t start, int64_t stop, Vectors& lanes) {
-  if constexpr (std::is_same_v<T, double> && G > 0 && G % 4 == 0) {
-    for (; start + 4 * G <= stop; start += 4 * G) lanes(start, LaneIO<G>{});
-  }
-  return start;
-}
-#else
-template <int64_t G, typename T, typename Vectors>
-int64_t vector_groups(int64_t start, int64_t, Vectors&) {
-  return start;
-}
-#endif
-
-// Runs `scalar(offset)` on every group of rows [begin, end), or the vector
-// path's `lanes` where vector_groups applies.
-template <int64_t G, typename T, typename Vectors, typename Scalar>
-void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, Vectors&& lanes, Scalar&& scalar) {
+// `lanes<W>(offset)` on kLanes groups at a time from `start` while whole
+// blocks fit before `stop`, for the widest type whose groups_in takes groups
+// of G (and then the narrower one), and `one(offset)` on the groups left:
+// every group of rows [begin, end).
+template <int64_t G, typename Lanes, typename One>
+void for_groups(const JetGeometry& geo, int64_t begin, int64_t end, Lanes&& lanes, One&& one) {
   const int64_t g = Size<G>::get(geo.group), C = geo.channels;
+  const auto in_blocks = [&](auto w_, int64_t start, int64_t stop) {
+    using W = decltype(w_);
+    if (W::kGroupMultiple == 0 || g % W::kGroupMultiple != 0) return start;
+    for (; start + W::kLanes * g <= stop; start += W::kLanes * g) lanes(w_, start);
+    return start;
+  };
   for (int64_t row = begin; row < end; ++row) {
     const int64_t stop = row * C + C;
-    for (int64_t start = vector_groups<G, T>(row * C, stop, lanes); start < stop; start += g) scalar(start);
+    int64_t start = in_blocks(JetWide(), row * C, stop);
+    if constexpr (!std::is_same_v<JetWide, JetNarrow>) start = in_blocks(JetNarrow(), start, stop);
+    for (; start < stop; start += g) one(start);
   }
 }
 
-template <int64_t G, typename T>
-void forward_rows(const JetGeometry& geo, const T* x, T* y, double eps, bool centering,
-                  int64_t begin, int64_t end) {
+template <int64_t G, typename S>
+void forward_rows(const JetGeometry& geo, const S* x, S* y, double eps, bool centering, int64_t begin, int64_t end) {
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
-  for_groups<G, T>(
+  for_groups<G>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start, [[maybe_unused]] auto io) {
-        if constexpr (std::is_same_v<T, double>) {
-          forward_block<G, typename decltype(io)::V>(io, x, y, Parts{plane, start, geo.directions}, g, eps,
-                                                     centering);
-        }
+      [&](auto w_, int64_t start) {
+        forward_block<G, decltype(w_)>(x, y, Parts{plane, start, geo.directions}, g, eps, centering);
       },
       [&](int64_t start) {
-        forward_block<G, double>(ScalarIO<T>{g}, x, y, Parts{plane, start, geo.directions}, g, eps, centering);
+        forward_block<G, ScalarVec<double>>(x, y, Parts{plane, start, geo.directions}, g, eps, centering);
       });
 }
 
-template <int64_t G, typename T>
-void backward_rows(const JetGeometry& geo, const T* dy, const T* x, T* dx, double eps,
-                   bool centering, int64_t begin, int64_t end) {
+template <int64_t G, typename S>
+void backward_rows(const JetGeometry& geo, const S* dy, const S* x, S* dx, double eps, bool centering,
+                   int64_t begin, int64_t end) {
   const int64_t plane = geo.rows * geo.channels, g = Size<G>::get(geo.group);
-  for_groups<G, T>(
+  for_groups<G>(
       geo, begin, end,
-      [&]([[maybe_unused]] int64_t start, [[maybe_unused]] auto io) {
-        if constexpr (std::is_same_v<T, double>) {
-          backward_block<G, typename decltype(io)::V>(io, dy, x, dx, Parts{plane, start, geo.directions}, g,
-                                                      eps, centering);
-        }
+      [&](auto w_, int64_t start) {
+        backward_block<G, decltype(w_)>(dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
       },
       [&](int64_t start) {
-        backward_block<G, double>(ScalarIO<T>{g}, dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
+        backward_block<G, ScalarVec<double>>(dy, x, dx, Parts{plane, start, geo.directions}, g, eps, centering);
       });
+}
+
+// f(integral_constant<int64_t, G>) with the group size compile-time where it is 4, 8 or 16.
+template <typename F>
+void with_group(int64_t g, F f) {
+  switch (g) {
+    case 4: return f(std::integral_constant<int64_t, 4>());
+    case 8: return f(std::integral_constant<int64_t, 8>());
+    case 16: return f(std::integral_constant<int64_t, 16>());
+    default: return f(std::integral_constant<int64_t, 0>());
+  }
 }
 
 template <typename Fn>
@@ -393,45 +290,25 @@ void for_rows(const JetGeometry& g, Fn&& fn) {
   at::parallel_for(0, g.rows, grain, fn);
 }
 
-template <typename T>
-void forward_impl(const JetGeometry& g, const T* x, T* y, double eps, bool centering) {
-  for_rows(g, [&](int64_t b, int64_t e) {
-    switch (g.group) {
-      case 4: return forward_rows<4>(g, x, y, eps, centering, b, e);
-      case 8: return forward_rows<8>(g, x, y, eps, centering, b, e);
-      case 16: return forward_rows<16>(g, x, y, eps, centering, b, e);
-      default: return forward_rows<0>(g, x, y, eps, centering, b, e);
-    }
-  });
-}
-
-template <typename T>
-void backward_impl(const JetGeometry& g, const T* dy, const T* x, T* dx, double eps, bool centering) {
-  for_rows(g, [&](int64_t b, int64_t e) {
-    switch (g.group) {
-      case 4: return backward_rows<4>(g, dy, x, dx, eps, centering, b, e);
-      case 8: return backward_rows<8>(g, dy, x, dx, eps, centering, b, e);
-      case 16: return backward_rows<16>(g, dy, x, dx, eps, centering, b, e);
-      default: return backward_rows<0>(g, dy, x, dx, eps, centering, b, e);
-    }
-  });
-}
-
 }  // namespace
 
-void jet_forward(const JetGeometry& g, const float* x, float* y, double eps, bool centering) {
-  forward_impl(g, x, y, eps, centering);
+template <typename S>
+void jet_forward(const JetGeometry& g, const S* x, S* y, double eps, bool centering) {
+  for_rows(g, [&](int64_t b, int64_t e) {
+    with_group(g.group, [&](auto size) { forward_rows<decltype(size)::value>(g, x, y, eps, centering, b, e); });
+  });
 }
-void jet_forward(const JetGeometry& g, const double* x, double* y, double eps, bool centering) {
-  forward_impl(g, x, y, eps, centering);
+
+template <typename S>
+void jet_backward(const JetGeometry& g, const S* dy, const S* x, S* dx, double eps, bool centering) {
+  for_rows(g, [&](int64_t b, int64_t e) {
+    with_group(g.group, [&](auto size) { backward_rows<decltype(size)::value>(g, dy, x, dx, eps, centering, b, e); });
+  });
 }
-void jet_backward(const JetGeometry& g, const float* dy, const float* x, float* dx, double eps,
-                  bool centering) {
-  backward_impl(g, dy, x, dx, eps, centering);
-}
-void jet_backward(const JetGeometry& g, const double* dy, const double* x, double* dx, double eps,
-                  bool centering) {
-  backward_impl(g, dy, x, dx, eps, centering);
-}
+
+template void jet_forward<float>(const JetGeometry&, const float*, float*, double, bool);
+template void jet_forward<double>(const JetGeometry&, const double*, double*, double, bool);
+template void jet_backward<float>(const JetGeometry&, const float*, const float*, float*, double, bool);
+template void jet_backward<double>(const JetGeometry&, const double*, const double*, double*, double, bool);
 
 }  // namespace pln::cpu::PLN_CPU_NS

@@ -17,14 +17,13 @@ struct JetGeometry {
   int64_t parts() const { return 1 + 2 * directions; }
 };
 
-#define PLN_DECLARE_JET_KERNELS(NS)                                                         \
-  namespace NS {                                                                            \
-  void jet_forward(const JetGeometry& g, const float* x, float* y, double eps, bool centering); \
-  void jet_forward(const JetGeometry& g, const double* x, double* y, double eps, bool centering); \
-  void jet_backward(const JetGeometry& g, const float* dy, const float* x, float* dx,         \
-                    double eps, bool centering);                                             \
-  void jet_backward(const JetGeometry& g, const double* dy, const double* x, double* dx,     \
-                    double eps, bool centering);                                             \
+// S: float or double, computed in double.
+#define PLN_DECLARE_JET_KERNELS(NS)                                                                   \
+  namespace NS {                                                                                      \
+  template <typename S>                                                                               \
+  void jet_forward(const JetGeometry& g, const S* x, S* y, double eps, bool centering);              \
+  template <typename S>                                                                               \
+  void jet_backward(const JetGeometry& g, const S* dy, const S* x, S* dx, double eps, bool centering); \
   }
 
 PLN_DECLARE_JET_KERNELS(base)

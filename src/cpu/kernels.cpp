@@ -1,43 +1,41 @@
 // Fused Parallel LN kernels: the drivers, which split the work into parallel
-// tasks and pick each row's, group's or chunk's kernel by layout, dtype, group
-// size and capability, and the formulas. Compiled once per capability with
+// tasks and pick each row's, group's or chunk's kernel by layout, group size
+// and capability, and the formulas. Compiled once per capability with
 // PLN_CPU_NS set to its namespace (base: the compiler's default target; avx2:
-// -mavx2 -mfma; avx512: avx2 plus AVX-512 F/DQ/VL/BW; on aarch64, neon:
-// Advanced SIMD, see CMakeLists.txt). NEON enters through the vector
-// vocabulary alone (vec.h): the paths written over it (large groups, groups
-// of one) take it; the small-group paths have AVX2 kernels only, and their
-// scalar loops elsewhere.
-// The capability enters in one block of this file ("the capability's paths"),
-// as functions the drivers call whatever it is; no function body holds an #if.
-// Float arithmetic is never reassociated: the centring below depends on its order.
+// AVX2, FMA and F16C; avx512: avx2 plus AVX-512 F/DQ/VL/BW; on aarch64,
+// neon: Advanced SIMD, see CMakeLists.txt), and instantiated for each stored
+// type S (cpu/storage.h): float and double, and bfloat16 and float16, which
+// the same kernels read into float registers and round once on store, so a
+// 16-bit result is the float kernel's on the widened input, rounded once.
+// Every kernel is a template over the vector vocabulary of kernels/vec.h; the
+// capability enters through the vocabulary's types alone (NativeVec,
+// SmallGroupVec): no function holds an #if or an intrinsic. Float arithmetic
+// is never reassociated, nor contracted: the centring below depends on its
+// order, and -ffp-contract=off (CMakeLists.txt) keeps a result's bits those of
+// its own code whatever is compiled beside it.
 //
-// The kernels, one header a path, each SIMD routine beside its scalar twin:
-//   kernels/large_groups.h   large groups, SIMD within a group, every layout,
-//                            one template over the vector vocabulary (vec.h)
+// The kernels, one header a path:
+//   kernels/large_groups.h   large groups, SIMD within a group, every layout
+//   kernels/features_last.h  small groups of contiguous features (NC, NTC, NHWC),
+//                            several groups a register
+//   kernels/octets.h         float groups of 8 with AVX-512, sixteen a block
 //   kernels/strided.h        small groups of the inner-strided layouts (NCHW, NCL)
-//   kernels/features_last.h  small groups of contiguous features (NC, NTC, NHWC)
-//   kernels/octets_avx512.h  float groups of 8 with AVX-512
-//   kernels/simd.h           the AVX2 vocabulary of the small-group kernels
-//   kernels/vec.h            the vector vocabulary: scalar, AVX2, AVX-512, NEON types
+//   kernels/vec.h            the vector vocabulary (vec_x86.h, vec_neon.h)
 //   kernels/streaming.h      when outputs are written around the cache
-// They are headers of this one translation unit rather than sources of their
-// own: the drivers inline the per-block kernels, and GCC fuses a multiply and
-// an add into one FMA across inlined code (-ffp-contract=fast, its default
-// for C++), so the bits the kernels give depend on what is compiled together.
 //
-// Group sizes: small groups (below kLargeGroup) put
-// several groups in one register: the inner-strided kernels run along the
-// contiguous position axis with all g rows of a group in step, and the
-// features-last kernels take eight float (four double) groups at a time and
-// reduce them together with one horizontal-add tree (sixteen float groups of 8
-// with AVX-512), as they do features-last float groups of 24 to 64 in rows of
-// whole blocks of eight (register_groups); other small sizes take scalar
-// loops. Large groups take SIMD
-// within the group, blocked sums widened to double and two passes for the
-// statistics (large_groups.h), so that their error does not grow with g; a
-// task then holds whole groups, not whole rows, or, where a few groups of
-// 32768 features and more leave threads idle, a run of one group's pieces
-// ("split groups" below).
+// Group sizes: small groups (below kLargeGroup) put several groups in one
+// register: the inner-strided kernels run along the contiguous position axis
+// with all g rows of a group in step, and the features-last kernels take
+// kLanes groups at a time and reduce them together (float groups of 4 on
+// AVX2 eight at a time, transposed; float groups of 8 on AVX-512 sixteen a
+// block), as they do features-last float groups of 24 to 64 in rows of whole
+// blocks of kLanes groups (register_groups); the sizes and the rest of a row
+// that no register holds whole take the same kernels one group at a time
+// (ScalarVec). Large groups take SIMD within the group, blocked sums widened
+// to double and two passes for the statistics (large_groups.h), so that their
+// error does not grow with g; a task then holds whole groups, not whole rows,
+// or, where a few groups of 32768 features and more leave threads idle, a run
+// of one group's pieces ("split groups" below).
 //
 // Centring (PLN): every kernel subtracts one of the group's own values, its
 // shift s, before anything else. x - s is exact when x and s are close (and
@@ -45,7 +43,7 @@
 // centred values (x - s) - m keep float rounding of the centred values at any
 // common offset, where x - mean(x) would round at the offset's magnitude. The
 // forward saves mean = s + m (rounded); the backward re-centres x - mean on
-// the mean of its own values in the same way (see backward_chunk).
+// the mean of its own values in the same way.
 //
 // ---------------------------------------------------------------- forward ---
 //
@@ -60,10 +58,9 @@
 // mean_j(d_j^2) - m^2 with d_j = x_j - s, is one sum fewer but loses bits as
 // (m / std)^2 grows (the small-group kernels' statistics were one pass, at
 // up to four times ATen's error features last and nine times NCHW, g = 16 on
-// relu(randn): bench/results/2026-12-05-intel-xeon-groups.md). The SIMD output is
-// fmadd(xc_j, rstd * weight_j, bias_j) (forward_chunk_avx2) or
-// fmadd(xc_j * rstd, weight_j, bias_j) (the features-last kernels), one rounding
-// fewer than the scalar kernels' multiply and add.
+// relu(randn): bench/results/2026-12-05-intel-xeon-groups.md). The output is
+// fmadd(xc_j, rstd * weight_j, bias_j) (the inner-strided kernels) or
+// fmadd(xc_j * rstd, weight_j, bias_j) (the features-last kernels).
 //
 // --------------------------------------------------------------- backward ---
 //
@@ -76,8 +73,6 @@
 // rounding; PLS: b = 0):
 //   y = (d - b) * rstd,  mean_j(gy * y) = rstd * (mean_j(gy * d) - b * mean_j(gy))
 //
-// The scalar kernels are backward_chunk (inner-strided layouts) and
-// backward_groups (features last); each SIMD routine names its scalar twin.
 
 #include "cpu/kernels.h"
 
@@ -89,11 +84,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "cpu/capability.h"
 #include "cpu/kernels/features_last.h"
 #include "cpu/kernels/large_groups.h"
-#include "cpu/kernels/octets_avx512.h"
-#include "cpu/kernels/simd.h"
+#include "cpu/kernels/octets.h"
 #include "cpu/kernels/streaming.h"
 #include "cpu/kernels/strided.h"
 #include "cpu/kernels/vec.h"
@@ -109,10 +102,8 @@ constexpr int64_t kFillGrain = 1 << 22;
 
 // The group size from which a group is normalised with SIMD within the group
 // (large_groups.h), in every layout, but for the register groups below.
-// Smaller groups take the kernels that hold several groups in a register, and
-// scalar loops for the sizes those do not cover; from 17 on a group spans two
-// registers, and a size that is not a whole number of them would be left to
-// the scalar loops.
+// Smaller groups take the kernels that hold several groups in a register;
+// from 17 on a group spans two registers.
 constexpr int64_t kLargeGroup = 17;
 
 bool large_group(int64_t G) { return G >= kLargeGroup; }
@@ -124,285 +115,186 @@ constexpr int64_t kMaxRegisterGroup = 64;
 // double sums: float sums of more rows would lose digits as the batch grows.
 constexpr int64_t kParamGradRows = 16;
 
-// ------------------------------------------------ the capability's paths ---
-// What this compilation has beyond the portable kernels, as functions that the
-// drivers below call whatever the capability: each takes the part of a row
-// or chunk that its SIMD kernels cover and returns how much that was (or
-// whether it took the chunk), and does nothing where the capability or the
-// shape does not apply. The only #if on a capability in the drivers' file.
+// Whether the capability writes outputs around the cache at all.
+template <typename T>
+constexpr bool kStreams = NativeVec<T>::kStreams;
 
-#if PLN_HAVE_AVX512
-// Float groups of 8: the leading blocks of sixteen groups of one row.
-template <typename T, bool kCenter>
-int64_t forward_row_octets(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                           T* rstd, T eps, bool save_stats) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (G != 8) return 0;
-    const int64_t k = NG / 16 * 16;
-    (save_stats ? forward_octet_blocks_avx512<kCenter, true> : forward_octet_blocks_avx512<kCenter, false>)(
-        x, y, w, b, mean, rstd, k / 16, k / 16, eps);
-    return k;
-  }
-  return 0;
-}
-
-// Float groups of 8, rows of whole blocks: rows [begin, end) in one pipeline.
-template <typename T, bool kCenter>
-bool forward_rows_octets(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
-                         T eps, int64_t begin, int64_t end, bool stream) {
-  if constexpr (std::is_same_v<T, float>) {
-    const int64_t C = g.channels, NG = g.num_groups();
-    if (g.group != 8 || C % 128 != 0) return false;
-    const int64_t n = (end - begin) * C / 128;
-    float* const mean_o = mean ? mean + begin * NG : nullptr;
-    float* const rstd_o = mean ? rstd + begin * NG : nullptr;
-    const auto blocks = stream ? (mean ? forward_octet_blocks_avx512<kCenter, true, true>
-                                       : forward_octet_blocks_avx512<kCenter, false, true>)
-                               : (mean ? forward_octet_blocks_avx512<kCenter, true, false>
-                                       : forward_octet_blocks_avx512<kCenter, false, false>);
-    blocks(x + begin * C, y + begin * C, w, b, mean_o, rstd_o, n, C / 128, eps);
-    if (stream) _mm_sfence();  // order the non-temporal stores before the join
-    return true;
-  }
-  return false;
-}
-
-template <typename T, bool kCenter>
-int64_t backward_row_octets(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd,
-                            const T* w, T* dx, T* dw, T* db, bool stream) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (G != 8) return 0;
-    const int64_t k = NG / 16 * 16;
-    (stream ? backward_octet_blocks_avx512<kCenter, true> : backward_octet_blocks_avx512<kCenter, false>)(
-        dy, x, mean, rstd, w, dx, dw, db, k / 16);
-    return k;
-  }
-  return 0;
-}
-#else
-template <typename T, bool kCenter>
-int64_t forward_row_octets(const T*, T*, int64_t, int64_t, const T*, const T*, T*, T*, T, bool) {
-  return 0;
-}
-template <typename T, bool kCenter>
-bool forward_rows_octets(const Geometry&, const T*, const T*, const T*, T*, T*, T*, T, int64_t, int64_t,
-                         bool) {
-  return false;
-}
-template <typename T, bool kCenter>
-int64_t backward_row_octets(const T*, const T*, int64_t, int64_t, const T*, const T*, const T*, T*, T*, T*,
-                            bool) {
-  return 0;
-}
-#endif  // PLN_HAVE_AVX512
-
-#if PLN_HAVE_AVX2
 // Features-last float groups of 3 to 8 whole registers (24 to 64 features) in
-// rows of whole blocks of eight groups: the kernels that hold several groups
+// rows of whole blocks of kLanes groups: the kernels that hold several groups
 // in a register take them, which time below the kernels within a group (one
 // thread, model widths, AVX2 and AVX-512: g = 32 forward 0.49-0.96 of their
 // time, g = 64 0.72-0.92; g = 128 no faster;
 // bench/results/2026-12-05-intel-xeon-groups.md).
-// A row with a part block would leave that part to the scalar loops.
 template <typename T>
 bool register_groups(int64_t G, int64_t NG) {
-  return std::is_same_v<T, float> && G >= kLargeGroup && G <= kMaxRegisterGroup && G % 8 == 0 && NG % 8 == 0;
+  constexpr int64_t kL = SmallGroupVec<T>::kLanes;
+  return kL > 1 && std::is_same_v<T, float> && G >= kLargeGroup && G <= kMaxRegisterGroup && G % kL == 0 &&
+         NG % kL == 0;
 }
 
-// Groups [k, ...) of one row through the AVX2 kernels: float groups of 4 (eight
-// at a time), and groups of a whole number of registers (one register's worth
-// of groups at a time). Returns the first group they leave to the scalar loops.
-template <typename T, bool kCenter>
-int64_t forward_row_simd(int64_t k, const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean,
-                         T* rstd, T* shifted, T eps, bool save_stats, bool stream) {
-  const int64_t k0 = k;  // the AVX2 kernels start here
-  if constexpr (std::is_same_v<T, float>) {
+// Features last: whether groups of G, NG a row, take the kernels within a
+// group (large_groups.h) rather than those of several groups a register.
+template <typename T>
+bool within_group_kernels(int64_t G, int64_t NG) {
+  return large_group(G) && !register_groups<T>(G, NG);
+}
+
+// f(integral_constant<int, V>) for the V registers of W a group of G spans:
+// compile-time for 1, 2 and 4 (the loops over a group unroll), 0 (V read at
+// run time) otherwise.
+template <typename F>
+void with_registers(int64_t V, F f) {
+  switch (V) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 4: return f(std::integral_constant<int, 4>());
+    default: return f(std::integral_constant<int, 0>());
+  }
+}
+
+// ------------------------------------------------------- features last ---
+
+// Groups [k, ...) of one row through the kernels across groups of W: float
+// groups of 4 eight at a time (quads, where W has them), groups of a whole
+// number of registers kLanes at a time (with ScalarVec: every group, one at
+// a time). The statistics of the blocks first, then the outputs: the blocks'
+// long reduce-sqrt-divide chains are independent and overlap, where
+// computing each block's output right after its statistics would wait on
+// them. Returns the first group the kernels leave.
+// `shifted` is a scratch of NG values for the shifted means; save_stats: mean
+// and rstd are wanted after the call.
+template <typename W, bool kCenter, typename S>
+int64_t forward_row_across(int64_t k, const S* x, S* y, int64_t NG, int64_t G, const value_t<W>* w,
+                           const value_t<W>* b, value_t<W>* mean, value_t<W>* rstd, value_t<W>* shifted,
+                           value_t<W> eps, bool save_stats, bool stream) {
+  constexpr int kL = W::kLanes;
+  const int64_t k0 = k;
+  if constexpr (kHasQuads<W>) {
     if (G == 4) {
-      for (; k + 8 <= NG; k += 8) {
-        stats_quads_avx2<kCenter>(x + 4 * k, mean + k, shifted + k, rstd + k, eps);
-      }
-      const auto apply = stream ? apply_quads_avx2<kCenter, true> : apply_quads_avx2<kCenter, false>;
-      for (int64_t q = k0; q < k; q += 8) {
-        apply(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, shifted + q, rstd + q);
-      }
+      for (; k + 8 <= NG; k += 8) stats_quads<W, kCenter>(x + 4 * k, mean + k, shifted + k, rstd + k, eps);
+      const auto apply = stream ? apply_quads<W, kCenter, true, S> : apply_quads<W, kCenter, false, S>;
+      for (int64_t q = k0; q < k; q += 8) apply(x + 4 * q, y + 4 * q, w + 4 * q, b + 4 * q, shifted + q, rstd + q);
+      return k;
     }
   }
-  constexpr int kL = Lanes<T>::kLanes;
-  if (G % kL == 0) {
-    const int64_t V = G / kL;
-    const auto row = [&](auto v_const) {
-      constexpr int kV = decltype(v_const)::value;
-      for (; k + kL <= NG; k += kL) {
-        if constexpr (std::is_same_v<T, float> && kV == 1) {
-          stats_octets_avx2<kCenter>(x + k * G, shifted + k, rstd + k, eps);
-        } else {
-          stats_groups_avx2<T, kCenter, kV>(x + k * G, shifted + k, rstd + k, V, eps);
-        }
+  if (G % kL != 0) return k;
+  with_registers(G / kL, [&](auto v_const) {
+    constexpr int kV = decltype(v_const)::value;
+    for (; k + kL <= NG; k += kL) {
+      if constexpr (kV == 1 && kL > 1) {
+        stats_transposed<W, kCenter>(x + k * G, shifted + k, rstd + k, eps);
+      } else {
+        stats_groups<W, kCenter, kV>(x + k * G, shifted + k, rstd + k, G / kL, eps);
       }
-      T* const mean_k0 = save_stats ? mean + k0 : nullptr;
-      (stream ? apply_groups_avx2<T, kCenter, kV, true> : apply_groups_avx2<T, kCenter, kV, false>)(
-          x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G, shifted + k0, rstd + k0, mean_k0, k - k0, V);
-    };
-    switch (V) {
-      case 1: row(std::integral_constant<int, 1>()); break;
-      case 2: row(std::integral_constant<int, 2>()); break;
-      case 4: row(std::integral_constant<int, 4>()); break;
-      default: row(std::integral_constant<int, 0>());
     }
-  }
+    const auto apply = stream ? apply_groups<W, kCenter, kV, true, S> : apply_groups<W, kCenter, kV, false, S>;
+    apply(x + k0 * G, y + k0 * G, w + k0 * G, b + k0 * G, shifted + k0, rstd + k0, save_stats ? mean + k0 : nullptr,
+          k - k0, G / kL);
+  });
   return k;
 }
 
-template <typename T, bool kCenter>
-int64_t backward_row_simd(int64_t k, const T* dy, const T* x, int64_t NG, int64_t G, const T* mean,
-                          const T* rstd, const T* w, T* dx, T* dw, T* db) {
-  if constexpr (std::is_same_v<T, float>) {
+template <typename W, bool kCenter, typename S>
+int64_t backward_row_across(int64_t k, const S* dy, const S* x, int64_t NG, int64_t G, const value_t<W>* mean,
+                            const value_t<W>* rstd, const value_t<W>* w, S* dx, value_t<W>* dw,
+                            value_t<W>* db) {
+  constexpr int kL = W::kLanes;
+  if constexpr (kHasQuads<W>) {
     if (G == 4) {
       for (; k + 8 <= NG; k += 8) {
-        backward_quads_avx2<kCenter>(dy + 4 * k, x + 4 * k, mean + k, rstd + k, w + 4 * k,
-                                     dx ? dx + 4 * k : nullptr, dw ? dw + 4 * k : nullptr,
-                                     db ? db + 4 * k : nullptr);
+        backward_quads<W, kCenter>(dy + 4 * k, x + 4 * k, mean + k, rstd + k, w + 4 * k, dx ? dx + 4 * k : nullptr,
+                                   dw ? dw + 4 * k : nullptr, db ? db + 4 * k : nullptr);
       }
+      return k;
     }
   }
-  constexpr int kL = Lanes<T>::kLanes;
-  if (G % kL == 0) {
-    const int64_t V = G / kL;
+  if (G % kL != 0) return k;
+  with_registers(G / kL, [&](auto v_const) {
+    constexpr int kV = decltype(v_const)::value;
     for (; k + kL <= NG; k += kL) {
       const int64_t o = k * G;
-      T* dxo = dx ? dx + o : nullptr;
-      T* dwo = dw ? dw + o : nullptr;
-      T* dbo = db ? db + o : nullptr;
-      switch (V) {
-        case 1: backward_groups_avx2<T, kCenter, 1>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-        case 2: backward_groups_avx2<T, kCenter, 2>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V); break;
-        default: backward_groups_avx2<T, kCenter, 0>(dy + o, x + o, mean + k, rstd + k, w + o, dxo, dwo, dbo, V);
-      }
+      backward_groups<W, kCenter, kV>(dy + o, x + o, mean + k, rstd + k, w + o, dx ? dx + o : nullptr,
+                                      dw ? dw + o : nullptr, db ? db + o : nullptr, G / kL);
+    }
+  });
+  return k;
+}
+
+// One row of NG groups of G contiguous features: the AVX-512 octet blocks
+// (float groups of 8, sixteen a block: one block ahead, as their blocks are
+// twice as large and keep their values in registers for the output), then
+// the kernels across groups of SmallGroupVec, then the rest one group at a
+// time. stream: the output is written around the cache (y aligned, see
+// kStreamBytes); the caller fences.
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_row(const S* x, S* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean, T* rstd, T* shifted,
+                 T eps, bool save_stats, bool stream) {
+  int64_t k = 0;
+  using N = NativeVec<T>;
+  if constexpr (kHasOctets<N>) {
+    if (G == 8) {
+      k = NG / 16 * 16;
+      (save_stats ? forward_octet_blocks<N, kCenter, true, false, S> : forward_octet_blocks<N, kCenter, false, false, S>)(
+          x, y, w, b, mean, rstd, k / 16, k / 16, eps);
     }
   }
-  return k;
+  k = forward_row_across<SmallGroupVec<T>, kCenter>(k, x, y, NG, G, w, b, mean, rstd, shifted, eps, save_stats, stream);
+  forward_row_across<ScalarVec<T>, kCenter>(k, x, y, NG, G, w, b, mean, rstd, shifted, eps, save_stats, false);
 }
 
-// One chunk of an inner-strided group through the AVX2 kernels (float only):
-// whether they took it.
-template <typename T, bool kCenter>
-bool forward_chunk_simd(const T* x, T* y, int64_t stride, int64_t n, int64_t G, const T* w, const T* b,
-                        T* mean, T* rstd, T eps, NextChunk next, bool stream) {
-  if constexpr (std::is_same_v<T, float>) {
-    (stream ? forward_chunk_avx2<kCenter, true> : forward_chunk_avx2<kCenter, false>)(
-        x, y, stride, n, G, w, b, mean, rstd, eps, next);
+// Rows [begin, end) of float groups of 8 whose rows are whole blocks of sixteen
+// groups, through the AVX-512 octet blocks in one pipeline; whether they took them.
+template <typename S, bool kCenter, typename T = compute_t<S>>
+bool forward_rows_octets(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps,
+                         int64_t begin, int64_t end, bool stream) {
+  using N = NativeVec<T>;
+  if constexpr (kHasOctets<N>) {
+    const int64_t C = g.channels, NG = g.num_groups();
+    if (g.group != 8 || C % 128 != 0) return false;
+    const int64_t n = (end - begin) * C / 128;
+    T* const mean_o = mean ? mean + begin * NG : nullptr;
+    T* const rstd_o = mean ? rstd + begin * NG : nullptr;
+    const auto blocks = stream ? (mean ? forward_octet_blocks<N, kCenter, true, true, S>
+                                       : forward_octet_blocks<N, kCenter, false, true, S>)
+                               : (mean ? forward_octet_blocks<N, kCenter, true, false, S>
+                                       : forward_octet_blocks<N, kCenter, false, false, S>);
+    blocks(x + begin * C, y + begin * C, w, b, mean_o, rstd_o, n, C / 128, eps);
+    if (stream) N::stream_fence();
     return true;
   }
   return false;
-}
-
-template <typename T, bool kCenter>
-bool backward_chunk_simd(const T* dy, const T* x, int64_t stride, int64_t n, int64_t G, const T* mean,
-                         const T* rstd, const T* w, T* dx, double* dw, double* db, NextChunk next, bool stream) {
-  if constexpr (std::is_same_v<T, float>) {
-    (stream ? backward_chunk_avx2<kCenter, true> : backward_chunk_avx2<kCenter, false>)(
-        dy, x, stride, n, G, mean, rstd, w, dx, dw, db, next);
-    return true;
-  }
-  return false;
-}
-
-// Orders a task's non-temporal stores before the join.
-inline void store_fence() { _mm_sfence(); }
-#else
-template <typename T>
-bool register_groups(int64_t, int64_t) {
-  return false;
-}
-template <typename T, bool kCenter>
-int64_t forward_row_simd(int64_t k, const T*, T*, int64_t, int64_t, const T*, const T*, T*, T*, T*, T, bool,
-                         bool) {
-  return k;
-}
-template <typename T, bool kCenter>
-int64_t backward_row_simd(int64_t k, const T*, const T*, int64_t, int64_t, const T*, const T*, const T*, T*,
-                          T*, T*) {
-  return k;
-}
-struct NextChunk {};
-inline NextChunk next_chunk(int64_t, int64_t, int64_t, bool) { return {}; }
-template <typename T, bool kCenter>
-bool forward_chunk_simd(const T*, T*, int64_t, int64_t, int64_t, const T*, const T*, T*, T*, T, NextChunk,
-                        bool) {
-  return false;
-}
-template <typename T, bool kCenter>
-bool backward_chunk_simd(const T*, const T*, int64_t, int64_t, int64_t, const T*, const T*, const T*, T*,
-                         double*, double*, NextChunk, bool) {
-  return false;
-}
-inline void store_fence() {}
-#endif  // PLN_HAVE_AVX2
-
-// Whether the AVX2 and AVX-512 kernels stream (write around the cache) at
-// all: the portable kernels never do.
-constexpr bool kStreams = PLN_HAVE_AVX2;
-
-// ---------------------------------------------------------------- drivers ---
-
-// One row of NG groups of G contiguous features. The AVX2 kernels take the
-// statistics of every block first, then write the outputs: the blocks' long
-// reduce-sqrt-divide chains are independent and overlap, where computing each
-// block's output right after its statistics would wait on them. The AVX-512
-// kernel's blocks are twice as large and keep their values in registers for
-// the output, so it runs one block ahead instead (forward_octet_blocks; the
-// statistics of the whole row first would lose to no overlap at all).
-// save_stats: mean and rstd are wanted after the call (not a scratch).
-// `shifted` is a scratch of NG values for the AVX2 kernels' shifted means.
-// stream: the AVX2 kernels' output is written around the cache (y is 32-byte
-// aligned, see kStreamBytes); the caller fences.
-template <typename T, bool kCenter>
-void forward_row(const T* x, T* y, int64_t NG, int64_t G, const T* w, const T* b, T* mean, T* rstd,
-                 T* shifted, T eps, bool save_stats, bool stream) {
-  int64_t k = forward_row_octets<T, kCenter>(x, y, NG, G, w, b, mean, rstd, eps, save_stats);
-  k = forward_row_simd<T, kCenter>(k, x, y, NG, G, w, b, mean, rstd, shifted, eps, save_stats, stream);
-  x += k * G, y += k * G, w += k * G, b += k * G, mean += k, rstd += k;
-  switch (G) {
-    case 2: return forward_groups<T, kCenter, 2>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 4: return forward_groups<T, kCenter, 4>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 8: return forward_groups<T, kCenter, 8>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    case 16: return forward_groups<T, kCenter, 16>(x, y, NG - k, G, w, b, mean, rstd, eps);
-    default: return forward_groups<T, kCenter>(x, y, NG - k, G, w, b, mean, rstd, eps);
-  }
 }
 
 // Features last, small groups: each task takes whole rows.
-template <typename T, bool kCenter>
-void forward_small_rows(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_small_rows(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   const int64_t NG = g.num_groups(), C = g.channels, G = g.group;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
-  const bool stream = kStreams && streams_output(y, C, g.numel());
-  const bool stream_octets = kStreams && streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
+  const bool stream = kStreams<T> && streams_output(y, C, g.numel());
+  const bool stream_octets = kStreams<T> && streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
   at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
-    // Rows of whole blocks of sixteen groups of 8: one pipeline through them all.
-    if (forward_rows_octets<T, kCenter>(g, x, w, b, y, mean, rstd, eps, begin, end, stream_octets)) return;
+    if (forward_rows_octets<S, kCenter>(g, x, w, b, y, mean, rstd, eps, begin, end, stream_octets)) return;
     // Without saved statistics, each row's go to a scratch that stays in L1.
     std::vector<T> scratch(static_cast<size_t>(mean ? NG : 3 * NG));
     for (int64_t o = begin; o < end; ++o) {
       T* mean_o = mean ? mean + o * NG : scratch.data() + NG;
       T* rstd_o = rstd ? rstd + o * NG : scratch.data() + 2 * NG;
-      forward_row<T, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(), eps,
+      forward_row<S, kCenter>(x + o * C, y + o * C, NG, G, w, b, mean_o, rstd_o, scratch.data(), eps,
                               mean != nullptr, stream);
     }
-    if (stream) store_fence();
+    if (stream) NativeVec<T>::stream_fence();
   });
 }
 
 // Features last, large groups: each task takes whole groups, so that a batch of
 // a few rows still splits across the threads.
-template <typename T, bool kCenter>
-void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
-                          T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_large_groups(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   const int64_t NG = g.num_groups(), G = g.group;
   const int64_t grain = std::max<int64_t>(1, kGrainElements / G);
   using V = NativeVec<T>;
   const bool mid = mid_size_group<V>(G);
-  const bool stream = kStreams && streams_output(y, G, g.numel(), int64_t(sizeof(T)) * V::kLanes);
+  const bool stream = kStreams<T> && streams_output(y, G, g.numel(), int64_t(sizeof(S)) * V::kLanes);
   at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     // Instance s (row s / NG, group k = s % NG) starts at x + s * G.
     for (int64_t s = begin; s < end;) {
@@ -417,12 +309,12 @@ void forward_large_groups(const Geometry& g, const T* x, const T* w, const T* b,
         continue;
       }
       T m, r;
-      const T* next = s + 1 < end ? x + (s + 1) * G : nullptr;
+      const S* next = s + 1 < end ? x + (s + 1) * G : nullptr;
       forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next, stream);
       if (mean) mean[s] = m, rstd[s] = r;
       ++s;
     }
-    if (stream) store_fence();
+    if (stream) V::stream_fence();
   });
 }
 
@@ -490,13 +382,13 @@ void for_each_piece(const SplitPlan& plan, Body body) {
   });
 }
 
-template <typename T, bool kCenter>
-void forward_split_groups(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_split_groups(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   using V = NativeVec<T>;
   const int64_t G = g.group, NG = g.num_groups();
   const SplitPlan plan = SplitPlan::over(g.outer * NG, G);
   std::vector<T> shift(static_cast<size_t>(plan.groups)), m(shift.size(), T(0)), r(shift.size());
-  for (int64_t u = 0; u < plan.groups; ++u) shift[u] = kCenter ? x[u * G] : T(0);
+  for (int64_t u = 0; u < plan.groups; ++u) shift[u] = kCenter ? widen(x[u * G]) : T(0);
   if (kCenter) {
     // Each piece's moments, then each group's merged in the whole-group kernel's order.
     std::vector<PieceMoments> pieces(static_cast<size_t>(plan.groups * plan.pieces));
@@ -531,12 +423,7 @@ void forward_split_groups(const Geometry& g, const T* x, const T* w, const T* b,
   for (int64_t u = 0; u < plan.groups; ++u) mean[u] = kCenter ? shift[u] + m[u] : T(0), rstd[u] = r[u];
 }
 
-// Features last: whether groups of G, NG a row, take the kernels within a
-// group (large_groups.h) rather than those of several groups a register.
-template <typename T>
-bool within_group_kernels(int64_t G, int64_t NG) {
-  return large_group(G) && !register_groups<T>(G, NG);
-}
+// ------------------------------------------------------- inner-strided ---
 
 // How the inner-strided drivers split their work: tasks of whole (outer,
 // group) slabs, kernel calls on chunks of positions.
@@ -554,19 +441,22 @@ inline int64_t next_slab(int64_t i0, int64_t chunk, int64_t I, int64_t G, bool m
   return more_groups ? G * I - i0 : 0;
 }
 
-template <typename T>
-StridedPlan strided_plan(const Geometry& g, const T* out) {
+template <typename S>
+StridedPlan strided_plan(const Geometry& g, const S* out) {
+  using T = compute_t<S>;
   const bool large = large_group(g.group);
   return {std::max<int64_t>(1, kGrainElements / (g.group * g.inner)), large ? slab_positions<T>(g.group) : kChunk,
-          large, kStreams && streams_output(out, g.inner, g.numel())};
+          large, kStreams<T> && streams_output(out, g.inner, g.numel())};
 }
 
-template <typename T, bool kCenter>
-void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_strided(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
   const StridedPlan plan = strided_plan(g, y);
   const int64_t chunk = plan.chunk;
-  const bool large = plan.large, stream = plan.stream;
+  const bool large = plan.large;
+  const auto small_chunk = plan.stream ? forward_chunk<SmallGroupVec<T>, kCenter, true, S>
+                                       : forward_chunk<SmallGroupVec<T>, kCenter, false, S>;
   at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * chunk));
     std::vector<double> sums(large ? static_cast<size_t>(2 * chunk) : 0);
@@ -577,25 +467,24 @@ void forward_strided(const Geometry& g, const T* x, const T* w, const T* b, T* y
         const int64_t n = std::min(chunk, I - i0);
         T* mean_s = mean ? mean + s * I + i0 : scratch.data();
         T* rstd_s = rstd ? rstd + s * I + i0 : scratch.data() + chunk;
-        const T* xs = x + off + i0;
-        T* ys = y + off + i0;
+        const S* xs = x + off + i0;
+        S* ys = y + off + i0;
         if (large) {
           const int64_t ahead = next_slab(i0, chunk, I, G, s + 1 < end);
           forward_large_slab<NativeVec<T>, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
                                                      sums.data(), ahead ? xs + ahead : nullptr);
-        } else if (!forward_chunk_simd<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps,
-                                                   next_chunk(i0, I, G, s + 1 < end), stream)) {
-          forward_chunk<T, kCenter>(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps);
+        } else {
+          small_chunk(xs, ys, I, n, G, w + k * G, b + k * G, mean_s, rstd_s, eps, next_chunk(i0, I, G, s + 1 < end));
         }
       }
     }
-    if (stream) store_fence();
+    if (plan.stream) NativeVec<T>::stream_fence();
   });
 }
 
 // Groups of one value: elementwise (forward_ones), in tasks of whole rows.
-template <typename T, bool kCenter>
-void forward_groups_of_one(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_groups_of_one(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   const int64_t C = g.channels, I = g.inner;
   at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
@@ -614,17 +503,19 @@ void forward_groups_of_one(const Geometry& g, const T* x, const T* w, const T* b
   });
 }
 
-template <typename T, bool kCenter>
-void forward_impl(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, T eps) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void forward_impl(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   if (g.numel() == 0) return;
-  if (g.group == 1) return forward_groups_of_one<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
-  if (g.inner > 1) return forward_strided<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
-  if (splits_groups(g, false)) return forward_split_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (g.group == 1) return forward_groups_of_one<S, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (g.inner > 1) return forward_strided<S, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  if (splits_groups(g, false)) return forward_split_groups<S, kCenter>(g, x, w, b, y, mean, rstd, eps);
   if (within_group_kernels<T>(g.group, g.num_groups())) {
-    return forward_large_groups<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+    return forward_large_groups<S, kCenter>(g, x, w, b, y, mean, rstd, eps);
   }
-  forward_small_rows<T, kCenter>(g, x, w, b, y, mean, rstd, eps);
+  forward_small_rows<S, kCenter>(g, x, w, b, y, mean, rstd, eps);
 }
+
+// ------------------------------------------------------------ backward ---
 
 // Per-thread [C] partial sums for dweight and dbias, added up at the end.
 struct ParamGradPartials {
@@ -657,38 +548,37 @@ struct ParamGradPartials {
   std::vector<double> sums;
 };
 
-// stream: the AVX-512 kernel's dx is written around the cache (see
-// backward_octet_blocks_avx512); the caller fences.
-template <typename T, bool kCenter>
-void backward_row(const T* dy, const T* x, int64_t NG, int64_t G, const T* mean, const T* rstd, const T* w,
-                  T* dx, T* dw, T* db, bool stream) {
-  int64_t k = backward_row_octets<T, kCenter>(dy, x, NG, G, mean, rstd, w, dx, dw, db, stream);
-  k = backward_row_simd<T, kCenter>(k, dy, x, NG, G, mean, rstd, w, dx, dw, db);
-  dy += k * G, x += k * G, w += k * G, mean += k, rstd += k;
-  if (dx) dx += k * G;
-  if (dw) dw += k * G, db += k * G;
-  switch (G) {
-    case 2: return backward_groups<T, kCenter, 2>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
-    case 4: return backward_groups<T, kCenter, 4>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
-    case 8: return backward_groups<T, kCenter, 8>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
-    case 16: return backward_groups<T, kCenter, 16>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
-    default: return backward_groups<T, kCenter>(dy, x, NG - k, G, mean, rstd, w, dx, dw, db);
+// One row, as forward_row. stream: the AVX-512 octet blocks' dx is written
+// around the cache (see backward_octet_blocks); the caller fences.
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void backward_row(const S* dy, const S* x, int64_t NG, int64_t G, const T* mean, const T* rstd, const T* w, S* dx,
+                  T* dw, T* db, bool stream) {
+  int64_t k = 0;
+  using N = NativeVec<T>;
+  if constexpr (kHasOctets<N>) {
+    if (G == 8) {
+      k = NG / 16 * 16;
+      (stream ? backward_octet_blocks<N, kCenter, true, S> : backward_octet_blocks<N, kCenter, false, S>)(
+          dy, x, mean, rstd, w, dx, dw, db, k / 16);
+    }
   }
+  k = backward_row_across<SmallGroupVec<T>, kCenter>(k, dy, x, NG, G, mean, rstd, w, dx, dw, db);
+  backward_row_across<ScalarVec<T>, kCenter>(k, dy, x, NG, G, mean, rstd, w, dx, dw, db);
 }
 
 // Features last: tasks of whole rows (small groups) or whole groups (large
 // ones); dweight/dbias summed in T over at most kParamGradRows rows, then in
 // double.
-template <typename T, bool kCenter>
-void backward_features_last(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
-                            T* dx, ParamGradPartials& partials) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void backward_features_last(const Geometry& g, const S* dy, const S* x, const T* mean, const T* rstd, const T* w,
+                            S* dx, ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels;
   using V = NativeVec<T>;
   const bool large = within_group_kernels<T>(G, NG), mid = mid_size_group<V>(G);
   // Tasks take rows (small groups) or groups (large ones): `units` of `per_unit` values.
   const int64_t units = large ? g.outer * NG : g.outer, per_unit = large ? G : C;
   const int64_t flush_every = kParamGradRows * (large ? NG : 1);
-  const bool stream = kStreams && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
+  const bool stream = kStreams<T> && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
                       streams_output(dx, C, g.numel(), 64);
   at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {
     std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
@@ -700,7 +590,7 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
       if (large) {
         // Instance u (row u / NG, group k = u % NG) starts at u * G.
         const int64_t k = u % NG, off = u * G;
-        T* const dx_u = dx ? dx + off : nullptr;
+        S* const dx_u = dx ? dx + off : nullptr;
         T* const dw_k = dw ? dw + k * G : nullptr;
         T* const db_k = db ? db + k * G : nullptr;
         if (mid && u + kMidBatch <= end && k + kMidBatch <= NG) {
@@ -715,14 +605,14 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
                                            more ? x + off + G : nullptr, more ? dy + off + G : nullptr);
         }
       } else {
-        backward_row<T, kCenter>(dy + u * C, x + u * C, NG, G, mean + u * NG, rstd + u * NG, w,
+        backward_row<S, kCenter>(dy + u * C, x + u * C, NG, G, mean + u * NG, rstd + u * NG, w,
                                  dx ? dx + u * C : nullptr, dw, db, stream);
       }
       u += done;
       since_flush += done;
       if (since_flush >= flush_every) partials.flush(local), since_flush = 0;
     }
-    if (stream) store_fence();
+    if (stream) V::stream_fence();
     partials.flush(local);
   });
 }
@@ -733,9 +623,9 @@ void backward_features_last(const Geometry& g, const T* dy, const T* x, const T*
 // most kParamGradRows rows, then in double (as backward_features_last does),
 // and written to dweight/dbias directly (no per-thread sums of C values,
 // which would outweigh a few rows of wide groups).
-template <typename T, bool kCenter>
-void backward_split_groups(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
-                           T* dx, double* dweight, double* dbias) {
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void backward_split_groups(const Geometry& g, const S* dy, const S* x, const T* mean, const T* rstd, const T* w,
+                           S* dx, double* dweight, double* dbias) {
   using V = NativeVec<T>;
   const int64_t G = g.group, NG = g.num_groups();
   const SplitPlan plan = SplitPlan::over(g.outer * NG, G);
@@ -782,13 +672,15 @@ void backward_split_groups(const Geometry& g, const T* dy, const T* x, const T* 
   });
 }
 
-template <typename T, bool kCenter>
-void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void backward_strided(const Geometry& g, const S* dy, const S* x, const T* mean, const T* rstd, const T* w, S* dx,
                       ParamGradPartials& partials) {
   const int64_t G = g.group, NG = g.num_groups(), C = g.channels, I = g.inner;
   const StridedPlan plan = strided_plan(g, dx);
   const int64_t chunk = plan.chunk;
-  const bool large = plan.large, stream = plan.stream;
+  const bool large = plan.large;
+  const auto small_chunk = plan.stream ? backward_chunk<SmallGroupVec<T>, kCenter, true, S>
+                                       : backward_chunk<SmallGroupVec<T>, kCenter, false, S>;
   at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
     double* dw = partials.dweight();
     double* db = partials.dbias();
@@ -801,9 +693,9 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
         const int64_t n = std::min(chunk, I - i0);
         double* dw_k = dw ? dw + k * G : nullptr;
         double* db_k = db ? db + k * G : nullptr;
-        T* dx_s = dx ? dx + off + i0 : nullptr;
-        const T* dys = dy + off + i0;
-        const T* xs = x + off + i0;
+        S* dx_s = dx ? dx + off + i0 : nullptr;
+        const S* dys = dy + off + i0;
+        const S* xs = x + off + i0;
         const T* mean_s = mean + s * I + i0;
         const T* rstd_s = rstd + s * I + i0;
         if (large) {
@@ -811,13 +703,12 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
           backward_large_slab<NativeVec<T>, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
                                                       sums.data(), coef.data(), ahead ? xs + ahead : nullptr,
                                                       ahead ? dys + ahead : nullptr);
-        } else if (!backward_chunk_simd<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k,
-                                                    next_chunk(i0, I, G, s + 1 < end), stream)) {
-          backward_chunk<T, kCenter>(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k);
+        } else {
+          small_chunk(dys, xs, I, n, G, mean_s, rstd_s, w + k * G, dx_s, dw_k, db_k, next_chunk(i0, I, G, s + 1 < end));
         }
       }
     }
-    if (stream) store_fence();
+    if (plan.stream) NativeVec<T>::stream_fence();
   });
 }
 
@@ -825,27 +716,28 @@ void backward_strided(const Geometry& g, const T* dy, const T* x, const T* mean,
 // so dx and dweight are 0 and dbias sums dy: written out rather than left to
 // the formula, whose gy - mean(gy) a fused multiply-add leaves at a rounding
 // error of gy, which rstd = 1/sqrt(eps) then multiplies.
-template <typename T>
-void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPartials& partials) {
+template <typename S>
+void backward_groups_of_one(const Geometry& g, const S* dy, S* dx, ParamGradPartials& partials) {
+  using T = compute_t<S>;
   const int64_t C = g.channels, I = g.inner;
   // dx in a few large pieces, whose fills the C library writes around the cache.
   if (dx) {
     at::parallel_for(0, g.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
-      std::fill(dx + begin, dx + end, T(0));
+      std::fill(dx + begin, dx + end, narrow<S>(T(0)));
     });
   }
   if (!partials.wanted) return;
   at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
     double* db = partials.dbias();
     for (int64_t o = begin; o < end; ++o) {
-      const T* dy_o = dy + o * C * I;
+      const S* dy_o = dy + o * C * I;
       if (I == 1) {
-        for (int64_t c = 0; c < C; ++c) db[c] += static_cast<double>(dy_o[c]);
+        for (int64_t c = 0; c < C; ++c) db[c] += static_cast<double>(widen(dy_o[c]));
         continue;
       }
       // A plane in blocked sums: a sequential double sum waits an add's latency a value.
       for (int64_t c = 0; c < C; ++c) {
-        const T* plane = dy_o + c * I;
+        const S* plane = dy_o + c * I;
         double sum[1];
         blocked_sums<NativeVec<T>, 1>(0, I, [&](auto w_, int64_t i, auto* acc) {
           using W = decltype(w_);
@@ -857,65 +749,50 @@ void backward_groups_of_one(const Geometry& g, const T* dy, T* dx, ParamGradPart
   });
 }
 
-template <typename T, bool kCenter>
-void backward_impl(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
+template <typename S, bool kCenter, typename T = compute_t<S>>
+void backward_impl(const Geometry& g, const S* dy, const S* x, const T* mean, const T* rstd, const T* w, S* dx,
                    double* dweight, double* dbias) {
   if (g.numel() == 0) {
     if (dweight) std::fill(dweight, dweight + g.channels, 0.0);
     if (dbias) std::fill(dbias, dbias + g.channels, 0.0);
     return;
   }
-  if (splits_groups(g, true)) return backward_split_groups<T, kCenter>(g, dy, x, mean, rstd, w, dx, dweight, dbias);
+  if (splits_groups(g, true)) return backward_split_groups<S, kCenter>(g, dy, x, mean, rstd, w, dx, dweight, dbias);
   ParamGradPartials partials(g.channels, dweight != nullptr || dbias != nullptr);
   if (kCenter && g.group == 1) {
     backward_groups_of_one(g, dy, dx, partials);
   } else if (g.inner > 1) {
-    backward_strided<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
+    backward_strided<S, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
   } else {
-    backward_features_last<T, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
+    backward_features_last<S, kCenter>(g, dy, x, mean, rstd, w, dx, partials);
   }
   partials.reduce_into(dweight, dbias);
 }
 
-template <typename T>
-void forward_any(const Geometry& g, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
-                 double eps, bool centering) {
-  if (centering) {
-    forward_impl<T, true>(g, x, w, b, y, mean, rstd, static_cast<T>(eps));
-  } else {
-    forward_impl<T, false>(g, x, w, b, y, mean, rstd, static_cast<T>(eps));
-  }
-}
-
-template <typename T>
-void backward_any(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
-                  const T* w, bool centering, T* dx, double* dw, double* db) {
-  if (centering) {
-    backward_impl<T, true>(g, dy, x, mean, rstd, w, dx, dw, db);
-  } else {
-    backward_impl<T, false>(g, dy, x, mean, rstd, w, dx, dw, db);
-  }
-}
-
 }  // namespace
 
-void forward(const Geometry& g, const float* x, const float* w, const float* b, float* y,
-             float* mean, float* rstd, double eps, bool centering) {
-  forward_any(g, x, w, b, y, mean, rstd, eps, centering);
+template <typename S>
+void forward(const Geometry& g, const S* x, const compute_t<S>* w, const compute_t<S>* b, S* y, compute_t<S>* mean,
+             compute_t<S>* rstd, double eps, bool centering) {
+  using T = compute_t<S>;
+  (centering ? forward_impl<S, true> : forward_impl<S, false>)(g, x, w, b, y, mean, rstd, static_cast<T>(eps));
 }
-void forward(const Geometry& g, const double* x, const double* w, const double* b, double* y,
-             double* mean, double* rstd, double eps, bool centering) {
-  forward_any(g, x, w, b, y, mean, rstd, eps, centering);
+
+template <typename S>
+void backward(const Geometry& g, const S* dy, const S* x, const compute_t<S>* mean, const compute_t<S>* rstd,
+              const compute_t<S>* w, bool centering, S* dx, double* dw, double* db) {
+  (centering ? backward_impl<S, true> : backward_impl<S, false>)(g, dy, x, mean, rstd, w, dx, dw, db);
 }
-void backward(const Geometry& g, const float* dy, const float* x, const float* mean,
-              const float* rstd, const float* w, bool centering, float* dx, double* dw,
-              double* db) {
-  backward_any(g, dy, x, mean, rstd, w, centering, dx, dw, db);
-}
-void backward(const Geometry& g, const double* dy, const double* x, const double* mean,
-              const double* rstd, const double* w, bool centering, double* dx, double* dw,
-              double* db) {
-  backward_any(g, dy, x, mean, rstd, w, centering, dx, dw, db);
-}
+
+#define PLN_INSTANTIATE(S)                                                                                      \
+  template void forward<S>(const Geometry&, const S*, const compute_t<S>*, const compute_t<S>*, S*, compute_t<S>*, \
+                           compute_t<S>*, double, bool);                                                         \
+  template void backward<S>(const Geometry&, const S*, const S*, const compute_t<S>*, const compute_t<S>*,       \
+                            const compute_t<S>*, bool, S*, double*, double*);
+PLN_INSTANTIATE(float)
+PLN_INSTANTIATE(double)
+PLN_INSTANTIATE(bfloat16)
+PLN_INSTANTIATE(float16)
+#undef PLN_INSTANTIATE
 
 }  // namespace pln::cpu::PLN_CPU_NS

@@ -5,9 +5,11 @@
 // its own. NCHW gives inner = H*W; every features-last layout gives inner = 1.
 //
 // The kernels are compiled once per CPU capability (see CMakeLists.txt) into
-// namespaces pln::cpu::<capability>; src/ops/cpu.cpp picks one at run time.
+// namespaces pln::cpu::<capability>; src/ops/cpu_capability.cpp picks one at run time.
 
 #include <cstdint>
+
+#include "cpu/storage.h"
 
 namespace pln::cpu {
 
@@ -22,26 +24,26 @@ struct Geometry {
   int64_t numel() const { return outer * channels * inner; }
 };
 
+// S, the stored type of x, y, dy and dx: float, double, bfloat16 or float16,
+// computed in compute_t<S> (float for the 16-bit types, each result rounded
+// once to S), the type of weight, bias, mean and rstd.
+//
 // mean/rstd are indexed (o * num_groups + k) * inner + i; forward takes null
-// for both when the statistics are not needed (no backward will follow). `weight` and
-// `bias` always hold C values (callers pass ones/zeros when not affine).
-// Statistics are kept in float for float data and double for double data.
+// for both when the statistics are not needed (no backward will follow).
+// `weight` and `bias` always hold C values (callers pass ones/zeros when not
+// affine).
 //
 // backward: any of dx, dweight, dbias may be null. dweight/dbias are [C]
 // double buffers that the kernel overwrites.
-#define PLN_DECLARE_KERNELS(NS)                                                            \
-  namespace NS {                                                                           \
-  void forward(const Geometry& g, const float* x, const float* weight, const float* bias,  \
-               float* y, float* mean, float* rstd, double eps, bool centering);            \
-  void forward(const Geometry& g, const double* x, const double* weight,                   \
-               const double* bias, double* y, double* mean, double* rstd, double eps,      \
-               bool centering);                                                            \
-  void backward(const Geometry& g, const float* dy, const float* x, const float* mean,     \
-                const float* rstd, const float* weight, bool centering, float* dx,         \
-                double* dweight, double* dbias);                                           \
-  void backward(const Geometry& g, const double* dy, const double* x, const double* mean,  \
-                const double* rstd, const double* weight, bool centering, double* dx,      \
-                double* dweight, double* dbias);                                           \
+#define PLN_DECLARE_KERNELS(NS)                                                                            \
+  namespace NS {                                                                                           \
+  template <typename S>                                                                                    \
+  void forward(const Geometry& g, const S* x, const compute_t<S>* weight, const compute_t<S>* bias, S* y, \
+               compute_t<S>* mean, compute_t<S>* rstd, double eps, bool centering);                       \
+  template <typename S>                                                                                    \
+  void backward(const Geometry& g, const S* dy, const S* x, const compute_t<S>* mean,                     \
+                const compute_t<S>* rstd, const compute_t<S>* weight, bool centering, S* dx,              \
+                double* dweight, double* dbias);                                                           \
   }
 
 PLN_DECLARE_KERNELS(base)
@@ -62,11 +64,11 @@ const char* capability();
 bool streams_octet_backward();
 
 /// Dispatches to the best compiled capability.
-template <typename T>
-void forward(const Geometry& g, const T* x, const T* weight, const T* bias, T* y, T* mean,
-             T* rstd, double eps, bool centering);
-template <typename T>
-void backward(const Geometry& g, const T* dy, const T* x, const T* mean, const T* rstd,
-              const T* weight, bool centering, T* dx, double* dweight, double* dbias);
+template <typename S>
+void forward(const Geometry& g, const S* x, const compute_t<S>* weight, const compute_t<S>* bias, S* y,
+             compute_t<S>* mean, compute_t<S>* rstd, double eps, bool centering);
+template <typename S>
+void backward(const Geometry& g, const S* dy, const S* x, const compute_t<S>* mean, const compute_t<S>* rstd,
+              const compute_t<S>* weight, bool centering, S* dx, double* dweight, double* dbias);
 
 }  // namespace pln::cpu

@@ -1,5 +1,5 @@
 #pragma once
-// Fused CUDA kernels of the gated norm (src/ops/gated.cpp), on the rows of
+// Fused CUDA kernels of the gated norm (src/ops/gated_norm.cpp), on the rows of
 // the CPU kernels (cpu/gated_kernels.h): rows of C features, last axis, in
 // groups of `group`, the gate z shaped like x.
 //

@@ -1,9 +1,9 @@
 #pragma once
-// What the autograd kernels of the ungated ops (autograd.cpp) and of the gated
-// norm (gated.cpp) share: whether autograd records a call or forward-mode AD
-// carries a tangent through it, the empty placeholder an absent weight or bias
-// travels as through torch::autograd::Function::apply (LibTorch 1.13's takes
-// no undefined tensor), and the grouping a Function saves for its backward.
+// What the autograd kernels of the ops share: the route a call takes, whether
+// autograd records a call or forward-mode AD carries a tangent through it,
+// the empty placeholder an absent weight or bias travels as through
+// torch::autograd::Function::apply (LibTorch 1.13's takes no undefined
+// tensor), and the grouping a Function saves for its backward.
 
 #include "ops/ops.h"
 
@@ -31,6 +31,21 @@ inline bool has_tangent(const OptionalTensor& t) { return t.has_value() && has_t
 template <typename... Tensors>
 bool wants_tangent(const Tensors&... tensors) {
   return (has_tangent(tensors) || ...);
+}
+
+/// How an op's autograd kernel runs a call: below autograd (nothing records
+/// it: the device's kernel runs, fused or composite), through the op's
+/// Function over its fused forward and backward ops, or as the composite
+/// formulation recorded by autograd (a forward-mode tangent, which the
+/// Functions have no formula for, or an input the fused kernels do not take).
+enum class Route { kBelowAutograd, kFunction, kComposite };
+
+/// `fused`: whether the op's fused kernels take the call (fused_kernels_take).
+template <typename... Tensors>
+Route route(bool fused, const Tensors&... tensors) {
+  if (wants_tangent(tensors...)) return Route::kComposite;
+  if (!wants_grad(tensors...)) return Route::kBelowAutograd;
+  return fused ? Route::kFunction : Route::kComposite;
 }
 
 /// An absent weight or bias as an empty tensor of the input's options, and back.

@@ -11,13 +11,14 @@
 
 #include "cuda/gated.h"
 #include "cuda/kernels.h"
-#include "ops/gated.h"
+#include "ops/gated_norm.h"
 #include "layout.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -60,8 +61,10 @@ void check_launch(const char* op) {
   TORCH_CHECK(*error == '\0', op, ": a CUDA kernel failed: ", error);
 }
 
+// An affine parameter in the input's dtype, as the CUDA kernels read it (a
+// float32 parameter of a 16-bit input is rounded to it), or `fill`.
 at::Tensor affine_or(const OptionalTensor& t, const at::Tensor& x, int64_t num_features, double fill) {
-  return t.has_value() ? t->reshape({-1}).contiguous() : at::full({num_features}, fill, x.options());
+  return t.has_value() ? t->reshape({-1}).to(x.scalar_type()).contiguous() : at::full({num_features}, fill, x.options());
 }
 
 }  // namespace
@@ -91,12 +94,20 @@ Tensor3 fused_forward(const at::Tensor& x, const OptionalTensor& weight, const O
   return {y, mean, rstd};
 }
 
+at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                       c10::string_view layout, double p) {
+  const auto spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, p);
+  if (!fused_kernels_take(input, p)) return parallel_ln_op::composite(input, weight, bias, spec);
+  return std::get<0>(fused_forward(input, weight, bias, check_tensors(input, weight, bias, spec), /*save_stats=*/false));
+}
+
 Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                             int64_t num_features, int64_t num_per_group, double eps, bool centering,
                             c10::string_view layout) {
   const auto spec = check_tensors(input, weight, bias,
                                   checked_spec(num_features, num_per_group, eps, centering, layout));
-  TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_forward: no fused CUDA kernel for this input (",
+  TORCH_CHECK(fused_kernels_take(input), "pln::parallel_ln_forward: no fused CUDA kernel for this input (",
               input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
   return fused_forward(input, weight, bias, spec, /*save_stats=*/true);
 }
@@ -106,7 +117,7 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
                              int64_t num_per_group, double eps, bool centering, c10::string_view layout) {
   const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
                                            checked_spec(num_features, num_per_group, eps, centering, layout));
-  TORCH_CHECK(has_fused_kernels(input, 2.0), "pln::parallel_ln_backward: no fused CUDA kernel for this input (",
+  TORCH_CHECK(fused_kernels_take(input), "pln::parallel_ln_backward: no fused CUDA kernel for this input (",
               input.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
   const c10::cuda::CUDAGuard device(input.device());
   const detail::KernelView view = detail::kernel_view(input, spec.layout, spec.num_features, spec.num_per_group);
@@ -133,7 +144,7 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
 namespace {
 
 Tensor3 fused_gated_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
-                            const OptionalTensor& bias, const gated::Spec& s, bool save_stats) {
+                            const OptionalTensor& bias, const gated_norm_op::Spec& s, bool save_stats) {
   const c10::cuda::CUDAGuard device(input.device());
   const at::Tensor x = input.contiguous(), z = gate.contiguous();
   at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
@@ -141,10 +152,10 @@ Tensor3 fused_gated_forward(const at::Tensor& input, const at::Tensor& gate, con
   stats_sizes.back() = s.groups();
   at::Tensor mean, rstd;
   if (save_stats) mean = at::empty(stats_sizes, x.options()), rstd = at::empty(stats_sizes, x.options());
-  const at::Tensor w = gated::ones_or(weight, x.options(), s.num_features, 1.0);
-  const at::Tensor b = gated::ones_or(bias, x.options(), s.num_features, 0.0);
+  const at::Tensor w = gated_norm_op::ones_or(weight, x.options(), s.num_features, 1.0);
+  const at::Tensor b = gated_norm_op::ones_or(bias, x.options(), s.num_features, 0.0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "pln_gated_norm_forward_cuda", [&] {
-    pln::cuda::gated::forward(gated::shape_of(x, s), element_ptr<scalar_t>(x), element_ptr<scalar_t>(z),
+    pln::cuda::gated::forward(gated_norm_op::shape_of(x, s), element_ptr<scalar_t>(x), element_ptr<scalar_t>(z),
                               element_ptr<scalar_t>(w), element_ptr<scalar_t>(b), element_ptr<scalar_t>(y),
                               save_stats ? element_ptr<scalar_t>(mean) : nullptr,
                               save_stats ? element_ptr<scalar_t>(rstd) : nullptr,
@@ -165,10 +176,10 @@ at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const Opt
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation) {
   if (!cuda_kernels_enabled()) {
-    return gated::composite_kernel(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+    return gated_norm_op::composite_kernel(input, gate, weight, bias, num_features, num_per_group, eps, centering,
                                    gate_position, activation);
   }
-  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+  const auto s = gated_norm_op::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
                                 gate_position, activation);
   return std::get<0>(fused_gated_forward(input, gate, weight, bias, s, /*save_stats=*/false));
 }
@@ -176,27 +187,27 @@ at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const Opt
 Tensor3 gated_norm_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+  const auto s = gated_norm_op::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
                                 gate_position, activation);
   check_enabled("pln::gated_norm_forward", input);
   return fused_gated_forward(input, gate, weight, bias, s, /*save_stats=*/true);
 }
 
-gated::Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
+Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
                                    const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
                                    const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
                                    double eps, bool centering, c10::string_view gate_position,
                                    c10::string_view activation) {
-  const auto s = gated::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
+  const auto s = gated_norm_op::checked(input, gate, weight, bias, num_features, num_per_group, eps, centering,
                                 gate_position, activation);
   check_enabled("pln::gated_norm_backward", input);
-  gated::check_backward(grad_output, input, mean, rstd, s);
+  gated_norm_op::check_backward(grad_output, input, mean, rstd, s);
   const c10::cuda::CUDAGuard device(input.device());
   const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
-  const at::Tensor w = gated::ones_or(weight, x.options(), s.num_features, 1.0);
-  const at::Tensor b = gated::ones_or(bias, x.options(), s.num_features, 0.0);
+  const at::Tensor w = gated_norm_op::ones_or(weight, x.options(), s.num_features, 1.0);
+  const at::Tensor b = gated_norm_op::ones_or(bias, x.options(), s.num_features, 0.0);
   const auto acc = x.options().dtype(stats_type(x.scalar_type()));
-  const auto shape = gated::shape_of(x, s);
+  const auto shape = gated_norm_op::shape_of(x, s);
   at::Tensor dx = at::empty_like(x), dz = at::empty_like(x);
   at::Tensor dw = at::empty({s.num_features}, acc), db = at::empty({s.num_features}, acc);
   at::Tensor workspace = at::empty({pln::cuda::gated::workspace_elements(shape)}, acc);
@@ -213,3 +224,12 @@ gated::Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tens
 
 }  // namespace cuda
 }  // namespace pln::ops
+
+TORCH_LIBRARY_IMPL(pln, CUDA, m) {
+  m.impl("parallel_ln", TORCH_FN(pln::ops::cuda::parallel_ln));
+  m.impl("parallel_ln_forward", TORCH_FN(pln::ops::cuda::parallel_ln_forward));
+  m.impl("parallel_ln_backward", TORCH_FN(pln::ops::cuda::parallel_ln_backward));
+  m.impl("gated_norm", TORCH_FN(pln::ops::cuda::gated_norm));
+  m.impl("gated_norm_forward", TORCH_FN(pln::ops::cuda::gated_norm_forward));
+  m.impl("gated_norm_backward", TORCH_FN(pln::ops::cuda::gated_norm_backward));
+}

@@ -1,33 +1,46 @@
 #pragma once
-// The operators pln registers with PyTorch's dispatcher (schemas in
-// registration.cpp), and the kernels behind them, one file per dispatch key:
+// The operators pln registers with PyTorch's dispatcher. Every op has the same
+// shape, one file a family, the same sections in the same order:
 //
-//   pln::parallel_ln           the public op: y = PLN(x) (any p, any device, any float dtype)
-//   pln::pq_norm               the public op: PQNorm (p = q = 2 runs parallel_ln)
-//   pln::parallel_ln_forward   y plus the per-group mean and 1/std a backward reads (p = 2, fused kernels)
-//   pln::parallel_ln_backward  dx, dweight, dbias from those statistics (p = 2, fused kernels)
+//   parallel_ln.cpp  pln::parallel_ln, pq_norm, parallel_ln_forward, parallel_ln_backward
+//   gated_norm.cpp   pln::gated_norm, gated_norm_forward, gated_norm_backward
+//   jet.cpp          pln::parallel_ln_jet, parallel_ln_jet_backward
 //
-//   cpu.cpp       CPU: the fused kernels (src/cpu/), composite ATen ops where none apply
-//   cuda.cpp      CUDA: the fused kernels (src/cuda/), built with a CUDA LibTorch and nvcc
-//   composite.cpp CompositeExplicitAutograd: the composite ATen formulation (any p, any
-//                 device, differentiable to any order), for devices without fused kernels
-//   meta.cpp      Meta: shapes, dtypes and strides only (FakeTensor, torch.compile, torch.export)
-//   autograd.cpp  Autograd: the custom function over the forward and backward ops
-//   autocast.cpp  AutocastCPU/AutocastCUDA: affine parameters cast to the input's dtype
+//   the checks        the schema's arguments, checked, as a spec
+//   composite         the formulation in ATen ops (any p, device and dtype,
+//                     differentiable to any order): the reference the kernels
+//                     are tested against, and what runs where they do not
+//   CPU               the fused kernels of src/cpu/ (cpu_capability.cpp picks
+//                     the capability), or the composite where they do not take
+//                     the input; cuda.cpp holds every op's CUDA kernels
+//   Meta              shapes, dtypes and strides (FakeTensor, torch.compile, export)
+//   Autograd          a Function over the forward and backward ops where the
+//                     fused kernels take the call, the composite recorded by
+//                     autograd otherwise (and for forward-mode tangents)
+//   Autocast          the input keeps its dtype
+//   registration      the schemas (TORCH_LIBRARY_FRAGMENT) and the kernel of
+//                     every dispatch key (library.cpp opens the library)
 //
+// "Fused or composite?" is one predicate for every op and device,
+// fused_kernels_take below, and one route through autograd
+// (autograd_support.h); the centring of a group is written once (centred).
 // The functions below call the operators through the dispatcher, so C++
 // callers take the same path as torch.ops.pln.
 
 #include <pln/options.h>
 
 #include <ATen/core/Tensor.h>
-#include <c10/core/DispatchKeySet.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Optional.h>
 #include <c10/util/string_view.h>
 
 #include <tuple>
 
 namespace pln::ops {
+
+using OptionalTensor = c10::optional<at::Tensor>;
+using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+using Tensor4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
 /// One call's scalar arguments, checked: the grouping, eps, centering, layout
 /// and exponents of a parallel (per-group, per-position) normalisation.
@@ -49,17 +62,14 @@ struct ParallelNormSpec {
 /// A positive num_features must still equal the input's width.
 inline constexpr int64_t kInputWidth = 0;
 
-using OptionalTensor = c10::optional<at::Tensor>;
-using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+// ------------------------------------------------ calls through the dispatcher ---
 
-// The operators' C++ signatures, as their schemas in registration.cpp give them.
-using ParallelLNFn = at::Tensor(const at::Tensor& input, const OptionalTensor& weight,
-                                const OptionalTensor& bias, int64_t num_features,
-                                int64_t num_per_group, double eps, bool centering,
-                                c10::string_view layout, double p);
-using PQNormFn = at::Tensor(const at::Tensor& input, const OptionalTensor& weight,
-                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
-                            double p, double q, double eps, bool centering, c10::string_view layout);
+at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                       c10::string_view layout, double p);
+at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                   int64_t num_features, int64_t num_per_group, double p, double q, double eps, bool centering,
+                   c10::string_view layout);
 /// (output, mean, rstd); mean and rstd hold one value per normalised group, in
 /// float for float16/bfloat16/float32 input, shaped like the input with the
 /// feature axis replaced by the groups (stats_shape): [N, groups] for nc,
@@ -67,85 +77,49 @@ using PQNormFn = at::Tensor(const at::Tensor& input, const OptionalTensor& weigh
 /// for a channels-last input), [N, H, W, groups] for nhwc, [N, groups, L] for
 /// ncl. That is the fused kernels' memory order, and a sharding of the input
 /// (rows, positions, or features in whole groups) describes it unchanged.
-using ParallelLNForwardFn = Tensor3(const at::Tensor& input, const OptionalTensor& weight,
-                                    const OptionalTensor& bias, int64_t num_features,
-                                    int64_t num_per_group, double eps, bool centering,
-                                    c10::string_view layout);
-/// (grad_input, grad_weight [C], grad_bias [C]); grad_weight is computed with
-/// unit weights when `weight` is absent.
-using ParallelLNBackwardFn = Tensor3(const at::Tensor& grad_output, const at::Tensor& input,
-                                     const at::Tensor& mean, const at::Tensor& rstd,
-                                     const OptionalTensor& weight, int64_t num_features,
-                                     int64_t num_per_group, double eps, bool centering,
-                                     c10::string_view layout);
-
-/// A device's fused forward (cpu.cpp, cuda.cpp): y, and the statistics a
-/// backward reads when save_stats.
-using FusedForwardFn = Tensor3(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                               const ParallelNormSpec& spec, bool save_stats);
-
-// Calls through the dispatcher.
-ParallelLNFn parallel_ln;
-PQNormFn pq_norm;
-ParallelLNForwardFn parallel_ln_forward;
-ParallelLNBackwardFn parallel_ln_backward;
-
-// Kernels, by dispatch key.
-// The CPU and CUDA keys' parallel_ln is fused_or_composite<their fused_forward> (below).
-namespace cpu {
-FusedForwardFn fused_forward;
-ParallelLNForwardFn parallel_ln_forward;
-ParallelLNBackwardFn parallel_ln_backward;
-}  // namespace cpu
-namespace cuda {  // built with CUDA only (PLN_WITH_CUDA)
-FusedForwardFn fused_forward;
-ParallelLNForwardFn parallel_ln_forward;
-ParallelLNBackwardFn parallel_ln_backward;
-}  // namespace cuda
-namespace composite {
-ParallelLNFn parallel_ln;
-PQNormFn pq_norm;
-
-/// The composite ATen formulation: differentiable to any order, on any device.
-at::Tensor forward(const at::Tensor& x, const ParallelNormSpec& spec, const at::Tensor& weight,
-                   const at::Tensor& bias);
-/// forward after check_tensors: what autograd runs where the fused kernels do not.
-at::Tensor checked_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                           const ParallelNormSpec& spec);
-struct Gradients {
-  at::Tensor dx, dweight, dbias;
-};
-/// dweight and dbias come back as [C]. Analytic p = 2 gradients written with
-/// differentiable ops, so that a create_graph backward through the fused op can
-/// itself be differentiated.
-Gradients backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight,
-                   const ParallelNormSpec& spec, bool want_dx, bool want_dweight, bool want_dbias);
-}  // namespace composite
-namespace meta {
-ParallelLNFn parallel_ln;
-PQNormFn pq_norm;
-ParallelLNForwardFn parallel_ln_forward;
-ParallelLNBackwardFn parallel_ln_backward;
-}  // namespace meta
-namespace autograd {
-ParallelLNFn parallel_ln;
-PQNormFn pq_norm;
-ParallelLNForwardFn parallel_ln_forward;
-ParallelLNBackwardFn parallel_ln_backward;
-}  // namespace autograd
-namespace autocast {
-ParallelLNFn parallel_ln;
-PQNormFn pq_norm;
-// The autocast keys, which each autocast kernel excludes before it calls on.
-c10::DispatchKeySet keys();
-}  // namespace autocast
-namespace gated {  // gated.cpp: pln::gated_norm through the dispatcher
+Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                            int64_t num_features, int64_t num_per_group, double eps, bool centering,
+                            c10::string_view layout);
+/// (grad_input, grad_weight [C], grad_bias [C]), the parameters' gradients in
+/// the weight's dtype (the input's without one, computed with unit weights).
+Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
+                             const at::Tensor& rstd, const OptionalTensor& weight, int64_t num_features,
+                             int64_t num_per_group, double eps, bool centering, c10::string_view layout);
 at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation);
-}  // namespace gated
+/// The jet [1 + 2D, ..., C] of Parallel LN without affine (see include/pln/jet.h).
+at::Tensor parallel_ln_jet(const at::Tensor& jet, int64_t num_per_group, double eps, bool centering);
 
-// ------------------------------------------------------------------ shared ---
+// -------------------------------------------------------------- shared ---
+
+/// A registered operator of pln, found once.
+template <typename Fn>
+c10::TypedOperatorHandle<Fn> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
+}
+
+/// Whether the fused kernels of the input's device take it (layout, dtype, p),
+/// for every op: on the CPU float32, float64, float16 and bfloat16 strided
+/// tensors with p = 2 (float16 and bfloat16 where half_types: the jets'
+/// kernels compute in double and take float32 and float64 only); on CUDA the
+/// same, once enabled (PLN_CUDA_KERNELS=1).
+bool fused_kernels_take(const at::Tensor& input, double p = 2.0, bool half_types = true);
+/// Whether the fused CUDA kernels are built and enabled (PLN_CUDA_KERNELS=1).
+bool cuda_kernels_enabled();
+
+/// The type the kernels and the composite formulation compute in, and keep
+/// the statistics in: float for float16 and bfloat16, else the input's.
+at::ScalarType stats_type(at::ScalarType input);
+/// `t` in the compute type of an input of type `input` (undefined stays undefined).
+at::Tensor in_compute_type(const at::Tensor& t, at::ScalarType input);
+
+/// The groups of `grouped` (the last axis) less their means, each shifted by
+/// one of its own values first, as the fused kernels do: g - mean(g) would
+/// round at a common offset's magnitude and leave the centred values
+/// off-centre, an error every derivative multiplies by 1/std once more. The
+/// result does not depend on the shift, which therefore carries no gradient.
+at::Tensor centred(const at::Tensor& grouped);
 
 /// The schema's scalar arguments as a spec, checked (c10::Error naming the bad value).
 ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
@@ -164,31 +138,29 @@ ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at:
 /// Shape of the saved statistics: the input's, with the feature axis holding
 /// the groups (num_features / num_per_group) instead of the features.
 c10::SymDimVector stats_shape(const at::Tensor& input, const ParallelNormSpec& spec);
-/// dtype of the mean and rstd the forward saves.
-at::ScalarType stats_type(at::ScalarType input);
-/// Whether fused kernels take this input (device, dtype, p): CPU float32 and
-/// float64; CUDA float16, bfloat16, float32 and float64 once enabled.
-bool has_fused_kernels(const at::Tensor& input, double p);
-/// Whether the fused CUDA kernels are built and enabled (PLN_CUDA_KERNELS=1).
-bool cuda_kernels_enabled();
 
 at::Tensor value_or_undefined(const OptionalTensor& t);
 OptionalTensor defined_or_none(const at::Tensor& t);
 
-/// pln::parallel_ln at the key of a device with fused kernels: `fused` where
-/// has_fused_kernels takes the input, the composite ATen ops otherwise. (Above
-/// autograd, autograd.cpp chooses between the fused forward op and the
-/// composite formulation by the same test.)
-template <FusedForwardFn* fused>
-at::Tensor fused_or_composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                              int64_t num_features, int64_t num_per_group, double eps, bool centering,
-                              c10::string_view layout, double p) {
-  if (!has_fused_kernels(input, p)) {
-    return composite::parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
-  }
-  const auto spec = check_tensors(input, weight, bias,
-                                  checked_spec(num_features, num_per_group, eps, centering, layout, p));
-  return std::get<0>(fused(input, weight, bias, spec, /*save_stats=*/false));
-}
+/// The autocast keys, which each autocast kernel excludes before it calls on.
+c10::DispatchKeySet autocast_keys();
+/// An affine parameter as an autocast kernel passes it on: as it is where the
+/// kernels take it with the input (param_type_fits), else in the input's compute type.
+OptionalTensor autocast_param(const OptionalTensor& t, const at::Tensor& input);
+
+// -------------------------------------------- the composites, for other files ---
+// (cuda.cpp and the test hooks; gated_norm.h has the gated norm's)
+
+namespace parallel_ln_op {
+/// The composite formulation after the checks (the CUDA kernels' fallback).
+at::Tensor composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                     const ParallelNormSpec& spec);
+}  // namespace parallel_ln_op
+
+namespace jet_op {
+/// The composite formulation after the checks (the jets' reference, pln/testing.h).
+at::Tensor composite(const at::Tensor& jet, int64_t num_per_group, double eps, bool centering);
+}  // namespace jet_op
+
 
 }  // namespace pln::ops

@@ -31,6 +31,15 @@
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
 
+// A pointer parameter of a kernel's storage type S that does not take part
+// in deducing S (a next group's pointer may be a literal nullptr).
+template <typename S>
+struct Identity {
+  using type = S;
+};
+template <typename S>
+using NoDeduce = typename Identity<S>::type;
+
 // Independent accumulators per sum: enough to cover the latency of an add.
 constexpr int kUnroll = 4;
 // Unrolled steps between widenings to double: each float partial sums at most
@@ -120,8 +129,8 @@ inline void for_each_register(int64_t n, F f) {
 // forward_groups (kernels/features_last.h).
 
 // sum_j (x_j - s) over [begin, end).
-template <typename V>
-inline void shifted_sum(const typename V::Value* x, typename V::Value s, int64_t begin, int64_t end,
+template <typename V, typename S>
+inline void shifted_sum(const S* x, typename V::Value s, int64_t begin, int64_t end,
                         double (&out)[1]) {
   blocked_sums<V, 1>(begin, end, [&](auto w_, int64_t j, auto* acc) {
     using W = decltype(w_);
@@ -130,8 +139,8 @@ inline void shifted_sum(const typename V::Value* x, typename V::Value s, int64_t
 }
 
 // sum_j ((x_j - s) - m)^2 over [begin, end) (PLS: sum_j x_j^2).
-template <typename V, bool kCenter>
-inline void centred_squares(const typename V::Value* x, typename V::Value s, typename V::Value m, int64_t begin,
+template <typename V, bool kCenter, typename S>
+inline void centred_squares(const S* x, typename V::Value s, typename V::Value m, int64_t begin,
                             int64_t end, double (&out)[1]) {
   blocked_sums<V, 1>(begin, end, [&](auto w_, int64_t j, auto* acc) {
     using W = decltype(w_);
@@ -148,8 +157,8 @@ struct PieceMoments {
   double n, sum, squares, a;
 };
 
-template <typename V>
-inline PieceMoments piece_moments(const typename V::Value* x, typename V::Value s, int64_t begin, int64_t end) {
+template <typename V, typename S>
+inline PieceMoments piece_moments(const S* x, typename V::Value s, int64_t begin, int64_t end) {
   using T = typename V::Value;
   PieceMoments piece{static_cast<double>(end - begin), 0.0, 0.0, 0.0};
   double out[1];
@@ -189,10 +198,11 @@ inline T rstd_of(double squares, int64_t G, double eps) {
 }
 
 // y_j = ((x_j - s) - m) * r * w_j + b_j over [begin, end); next: see forward_large_group.
-template <typename V, bool kCenter>
-inline void write_normalised(const typename V::Value* x, typename V::Value* y, int64_t begin, int64_t end,
+// x and y may be stored differently (the gated norm's float scratches).
+template <typename V, bool kCenter, typename S, typename Y>
+inline void write_normalised(const S* x, Y* y, int64_t begin, int64_t end,
                              typename V::Value s, typename V::Value m, typename V::Value r,
-                             const typename V::Value* w, const typename V::Value* b, const typename V::Value* next,
+                             const typename V::Value* w, const typename V::Value* b, const NoDeduce<S>* next,
                              bool stream) {
   for_each_register<V>(begin, end, [&](auto w_, int64_t j) {
     using W = decltype(w_);
@@ -206,11 +216,11 @@ inline void write_normalised(const typename V::Value* x, typename V::Value* y, i
 // A whole group's statistics: its shift s (PLN: its first value), the mean m of
 // the shifted values and rstd; PLN's from its pieces' moments, PLS's from the
 // sum of squares taken piece by piece.
-template <typename V, bool kCenter>
-inline void group_statistics(const typename V::Value* x, int64_t G, double eps, typename V::Value& s,
+template <typename V, bool kCenter, typename S>
+inline void group_statistics(const S* x, int64_t G, double eps, typename V::Value& s,
                              typename V::Value& m, typename V::Value& rstd) {
   using T = typename V::Value;
-  s = kCenter ? x[0] : T(0);
+  s = kCenter ? widen(x[0]) : T(0);
   m = T(0);
   if (kCenter) {
     GroupMoments group;
@@ -233,11 +243,11 @@ inline void group_statistics(const typename V::Value* x, int64_t G, double eps, 
 // and the hardware prefetchers stop with the demand stream. stream: y is
 // written around the cache (every group's start aligned to the register size
 // and the output too large to stay in cache; see kernels/streaming.h).
-template <typename V, bool kCenter>
-inline void forward_large_group(const typename V::Value* x, typename V::Value* y, int64_t G,
+template <typename V, bool kCenter, typename S>
+inline void forward_large_group(const S* x, S* y, int64_t G,
                                 const typename V::Value* w, const typename V::Value* b,
                                 typename V::Value& mean, typename V::Value& rstd, double eps,
-                                const typename V::Value* next, bool stream) {
+                                const NoDeduce<S>* next, bool stream) {
   using T = typename V::Value;
   T s, m, r;
   group_statistics<V, kCenter>(x, G, eps, s, m, r);
@@ -252,8 +262,8 @@ inline void forward_large_group(const typename V::Value* x, typename V::Value* y
 // Scalar twin: backward_groups.
 
 // sum gy, sum d, sum gy * d over [begin, end).
-template <typename V, bool kCenter>
-inline void backward_sums(const typename V::Value* dy, const typename V::Value* x, typename V::Value mean,
+template <typename V, bool kCenter, typename S>
+inline void backward_sums(const S* dy, const S* x, typename V::Value mean,
                           const typename V::Value* w, int64_t begin, int64_t end, double (&out)[3]) {
   blocked_sums<V, 3>(begin, end, [&](auto w_, int64_t j, auto* acc) {
     using W = decltype(w_);
@@ -284,12 +294,12 @@ inline BackwardCoefficients<T> backward_coefficients(const double (&sums)[3], in
 // as in the forward. PLS has no a to subtract: written out rather than left
 // to a - 0, which the compiler folds where a is a known zero and not where it
 // is read from memory, and which then fuses the rest into another FMA.
-template <typename V, bool kCenter>
-inline void write_backward(const typename V::Value* dy, const typename V::Value* x, int64_t begin, int64_t end,
+template <typename V, bool kCenter, typename S>
+inline void write_backward(const S* dy, const S* x, int64_t begin, int64_t end,
                            typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
-                           const BackwardCoefficients<typename V::Value>& k, typename V::Value* dx,
-                           typename V::Value* dw, typename V::Value* db, const typename V::Value* next_x,
-                           const typename V::Value* next_dy) {
+                           const BackwardCoefficients<typename V::Value>& k, S* dx,
+                           typename V::Value* dw, typename V::Value* db, const NoDeduce<S>* next_x,
+                           const NoDeduce<S>* next_dy) {
   for_each_register<V>(begin, end, [&](auto w_, int64_t j) {
     using W = decltype(w_);
     if (next_x) __builtin_prefetch(next_x + j), __builtin_prefetch(next_dy + j);
@@ -308,11 +318,11 @@ inline void write_backward(const typename V::Value* dy, const typename V::Value*
 }
 
 // The backward of one whole group of G contiguous features.
-template <typename V, bool kCenter>
-inline void backward_large_group(const typename V::Value* dy, const typename V::Value* x, int64_t G,
+template <typename V, bool kCenter, typename S>
+inline void backward_large_group(const S* dy, const S* x, int64_t G,
                                  typename V::Value mean, typename V::Value rstd, const typename V::Value* w,
-                                 typename V::Value* dx, typename V::Value* dw, typename V::Value* db,
-                                 const typename V::Value* next_x, const typename V::Value* next_dy) {
+                                 S* dx, typename V::Value* dw, typename V::Value* db,
+                                 const NoDeduce<S>* next_x, const NoDeduce<S>* next_dy) {
   using T = typename V::Value;
   double sums[3];
   piecewise_sums<3>(G, [&](int64_t begin, int64_t end, double (&out)[3]) {
@@ -329,8 +339,8 @@ inline void backward_large_group(const typename V::Value* dy, const typename V::
 // of one feature (n values a stride of 1 apart, one weight) or along the
 // features of one position (weights per value).
 
-template <typename V, bool kCenter>
-inline void forward_ones(const typename V::Value* x, typename V::Value* y, int64_t n,
+template <typename V, bool kCenter, typename S>
+inline void forward_ones(const S* x, S* y, int64_t n,
                          const typename V::Value* w, const typename V::Value* b, bool per_value_weights,
                          typename V::Value* mean, typename V::Value* rstd, double eps) {
   using T = typename V::Value;
@@ -382,14 +392,14 @@ inline void batch_sums(int64_t G, Term term, typename V::Value (&out)[kB]) {
 // The forward of kB consecutive groups of G features (group i at x + i * G,
 // its weights at w + i * G), as forward_large_group for each; next: the
 // task's next kB groups (or null), prefetched as there.
-template <typename V, bool kCenter, int kB>
-inline void forward_mid_groups(const typename V::Value* x, typename V::Value* y, int64_t G,
+template <typename V, bool kCenter, int kB, typename S>
+inline void forward_mid_groups(const S* x, S* y, int64_t G,
                                const typename V::Value* w, const typename V::Value* b, typename V::Value* mean,
-                               typename V::Value* rstd, double eps, const typename V::Value* next,
+                               typename V::Value* rstd, double eps, const NoDeduce<S>* next,
                                bool stream) {
   using T = typename V::Value;
   T s[kB], m[kB], sumsq[kB];
-  for (int i = 0; i < kB; ++i) s[i] = kCenter ? x[i * G] : T(0), m[i] = T(0);
+  for (int i = 0; i < kB; ++i) s[i] = kCenter ? widen(x[i * G]) : T(0), m[i] = T(0);
   if (kCenter) {
     T sum[kB];
     batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
@@ -422,12 +432,12 @@ inline void forward_mid_groups(const typename V::Value* x, typename V::Value* y,
 }
 
 // The backward of kB consecutive groups, as backward_large_group for each.
-template <typename V, bool kCenter, int kB>
-inline void backward_mid_groups(const typename V::Value* dy, const typename V::Value* x, int64_t G,
+template <typename V, bool kCenter, int kB, typename S>
+inline void backward_mid_groups(const S* dy, const S* x, int64_t G,
                                 const typename V::Value* mean, const typename V::Value* rstd,
-                                const typename V::Value* w, typename V::Value* dx, typename V::Value* dw,
-                                typename V::Value* db, const typename V::Value* next_x,
-                                const typename V::Value* next_dy) {
+                                const typename V::Value* w, S* dx, typename V::Value* dw,
+                                typename V::Value* db, const NoDeduce<S>* next_x,
+                                const NoDeduce<S>* next_dy) {
   using T = typename V::Value;
   T sum_gy[kB], sum_d[kB], sum_gyd[kB];
   batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
@@ -529,11 +539,11 @@ inline void strided_sums(int64_t n, int64_t G, Terms terms, double* const (&out)
 // while this one's output is written: the slab's passes in L2 leave the memory
 // idle otherwise, and a slab's rows are too short for the hardware prefetchers
 // to run ahead.
-template <typename V, bool kCenter>
-inline void forward_large_slab(const typename V::Value* x, typename V::Value* y, int64_t stride, int64_t n,
+template <typename V, bool kCenter, typename S>
+inline void forward_large_slab(const S* x, S* y, int64_t stride, int64_t n,
                                int64_t G, const typename V::Value* w, const typename V::Value* b,
                                typename V::Value* mean, typename V::Value* rstd, double eps, double* scratch,
-                               const typename V::Value* next) {
+                               const NoDeduce<S>* next) {
   using T = typename V::Value;
   double* sum = scratch;
   double* sumsq = scratch + n;
@@ -553,9 +563,9 @@ inline void forward_large_slab(const typename V::Value* x, typename V::Value* y,
   }, {sumsq});
   for (int64_t i = 0; i < n; ++i) rstd[i] = static_cast<T>(1.0 / std::sqrt(sumsq[i] / static_cast<double>(G) + eps));
   for (int64_t j = 0; j < G; ++j) {
-    const T* xj = x + j * stride;
-    T* yj = y + j * stride;
-    const T* next_j = next ? next + j * stride : nullptr;
+    const S* xj = x + j * stride;
+    S* yj = y + j * stride;
+    const S* next_j = next ? next + j * stride : nullptr;
     for_each_register<V>(n, [&](auto w_, int64_t i) {
       using W = decltype(w_);
       if (next_j) __builtin_prefetch(next_j + i);
@@ -564,20 +574,20 @@ inline void forward_large_slab(const typename V::Value* x, typename V::Value* y,
       W::store(yj + i, W::fmadd(W::mul(d, W::load(rstd + i)), W::set1(w[j]), W::set1(b[j])));
     });
   }
-  for (int64_t i = 0; i < n; ++i) mean[i] = kCenter ? x[i] + mean[i] : T(0);
+  for (int64_t i = 0; i < n; ++i) mean[i] = kCenter ? widen(x[i]) + mean[i] : T(0);
 }
 
 // The backward of n positions of one group; dw/db: the group's G double sums.
 // scratch: 3 * n doubles and 3 * n values of T. next_x/next_dy: the task's
 // next slab (or null), fetched while this one's dx is written (see
 // forward_large_slab).
-template <typename V, bool kCenter>
-inline void backward_large_slab(const typename V::Value* dy, const typename V::Value* x, int64_t stride,
+template <typename V, bool kCenter, typename S>
+inline void backward_large_slab(const S* dy, const S* x, int64_t stride,
                                 int64_t n, int64_t G, const typename V::Value* mean,
                                 const typename V::Value* rstd, const typename V::Value* w,
-                                typename V::Value* dx, double* dw, double* db, double* scratch,
-                                typename V::Value* coef, const typename V::Value* next_x,
-                                const typename V::Value* next_dy) {
+                                S* dx, double* dw, double* db, double* scratch,
+                                typename V::Value* coef, const NoDeduce<S>* next_x,
+                                const NoDeduce<S>* next_dy) {
   using T = typename V::Value;
   double* s_gy = scratch;
   double* s_d = scratch + n;
@@ -602,11 +612,11 @@ inline void backward_large_slab(const typename V::Value* dy, const typename V::V
     c[i] = static_cast<T>(rstd[i] * (s_gyd[i] * inv_g - mean_d * mean_gy));
   }
   for (int64_t j = 0; j < G; ++j) {
-    const T* xj = x + j * stride;
-    const T* dyj = dy + j * stride;
-    T* dxj = dx ? dx + j * stride : nullptr;
-    const T* next_xj = next_x ? next_x + j * stride : nullptr;
-    const T* next_dyj = next_dy ? next_dy + j * stride : nullptr;
+    const S* xj = x + j * stride;
+    const S* dyj = dy + j * stride;
+    S* dxj = dx ? dx + j * stride : nullptr;
+    const S* next_xj = next_x ? next_x + j * stride : nullptr;
+    const S* next_dyj = next_dy ? next_dy + j * stride : nullptr;
     // Row j's terms of dweight and dbias, in registers along the row, widened
     // every kFlushSteps registers (each lane adds at most that many values).
     typename V::V sum_dyy = V::zero(), sum_dy = V::zero();

@@ -1,52 +1,88 @@
 #pragma once
-// The vector vocabulary of the kernels written once for every capability
-// (kernels/large_groups.h): one register of T as a type with static
-// operations, in the manner of ATen's vec::Vectorized. ScalarVec<T> is one
-// lane and compiles everywhere; Avx2Vec<T>, Avx512Vec<T> (x86-64) and
-// NeonVec<T> (aarch64) exist in the compilations that target them, and
-// NativeVec<T> names the widest this compilation has (the kernels are
-// instantiated once per capability, see cpu/capability.h). Every type offers
-// the same names:
+// The vector vocabulary every CPU kernel is written against, in the manner of
+// ATen's vec::Vectorized: one register of T as a type with static operations.
+// ScalarVec<T> is one lane and compiles everywhere; Avx2Vec<T>, Avx512Vec<T>
+// (vec_x86.h) and NeonVec<T> (vec_neon.h) exist in the compilations that
+// target them. The kernels are templates over a vocabulary type W and a
+// storage type S (cpu/storage.h), instantiated once per capability
+// (cpu/capability.h); no kernel holds an intrinsic or an #if.
 //
-//   kLanes                      values in one register
-//   load(p) / store(p, v)       unaligned
-//   stream(p, v)                a store around the cache, p aligned to the
-//                               register's size (a plain store for ScalarVec
-//                               and NeonVec)
+// Every type offers:
+//   Value, V, kLanes            the compute type, the register, its lanes
+//   load(const S*), store(S*, v), stream(S*, v)
+//                               kLanes values, unaligned; S is Value, or for
+//                               float bfloat16 and float16, widened on load
+//                               and rounded to nearest even on store. stream
+//                               writes around the cache (p aligned to the
+//                               stored register's bytes) where kStreams, and
+//                               stream_fence() orders those stores
 //   set1(s), zero()
-//   add, sub, mul, div, sqrt, fmadd(a, b, c) = a * b + c
-//   min, max, round(v)          round to the nearest integer, ties to even
-//   ldexp(v, n)                 v * 2^n for integral n, where both v and the
-//                               result are normal numbers (exp() below)
+//   add, sub, mul, div, sqrt, min, max
+//   fmadd(a, b, c) = a b + c, fmsub(a, b, c) = a b - c, fnmadd(a, b, c) = c - a b,
+//                               each rounded once
+//   round(v)                    to the nearest integer, ties to even
+//   ldexp(v, n)                 v 2^n for integral n, v and the result normal
 //   sum(v)                      the lanes' total, added in pairs
-//   accumulate(double* lanes, v): lanes[l] += v[l], widened to double (the
-//                               blocked sums across rows, see large_groups.h)
+//   accumulate(double* lanes, v): lanes[l] += v[l], widened to double
 //   Wide, wide_zero(), widen_add(acc, v), wide_sum(acc): a double register
 //                               that sums v's lanes in pairs, and its total
-//                               (the blocked sums along a group)
+// and, where kLanes > 1, the transpositions the kernels across groups use
+// (the double types also load and store float, widened and rounded):
+//   zip_lo(a, b), zip_hi(a, b)  lanes interleaved within each 128-bit half
+//                               (x86's unpack; NEON's zip1/zip2)
+//   finish_transpose_sum(q)     see transpose_sum below
+//   transpose(r[kLanes])        in place: lane l of r[j] <-> lane j of r[l]
+//   kGroupMultiple              the group sizes groups_in/groups_out (below)
+//                               take are its multiples (0: none)
+// Avx2Vec<float> adds the groups of 4 (quads_*), Avx512Vec<float> the
+// blocks of sixteen groups of 8 (octet_*): see there.
 //
-// exp(v) is written once over these names (the gated norm's activations).
+// Written once over these names: exp, transpose_sum, transpose_sum3 (below).
 //
-// Part of the fused kernels of src/cpu/kernels.cpp and src/cpu/gated_kernels.cpp,
-// inside their per-capability namespace.
+// Arithmetic is never contracted behind the kernels' backs: the kernel
+// objects compile with -ffp-contract=off, so a result's bits are fixed by
+// its own code (every fused multiply-add is a named fmadd), whatever is
+// compiled and inlined beside it.
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "cpu/capability.h"
+#include "cpu/storage.h"
 
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
+
+// Whether this compilation's scalar code has a fused multiply-add instruction
+// (std::fma is then one instruction; without it, a library call).
+#if defined(__FMA__) || defined(__aarch64__)
+constexpr bool kScalarFma = true;
+#else
+constexpr bool kScalarFma = false;
+#endif
 
 template <typename T>
 struct ScalarVec {
   using Value = T;
   using V = T;
   static constexpr int kLanes = 1;
-  static V load(const T* p) { return *p; }
-  static void store(T* p, V v) { *p = v; }
-  static void stream(T* p, V v) { *p = v; }
+  static constexpr int kGroupMultiple = 1;
+  static constexpr bool kStreams = false;
+  template <typename S>
+  static V load(const S* p) {
+    return widen(*p);
+  }
+  template <typename S>
+  static void store(S* p, V v) {
+    *p = narrow<S>(v);
+  }
+  template <typename S>
+  static void stream(S* p, V v) {
+    store(p, v);
+  }
+  static void stream_fence() {}
   static V set1(T s) { return s; }
   static V zero() { return T(0); }
   static V add(V a, V b) { return a + b; }
@@ -54,7 +90,18 @@ struct ScalarVec {
   static V mul(V a, V b) { return a * b; }
   static V div(V a, V b) { return a / b; }
   static V sqrt(V a) { return std::sqrt(a); }
-  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V fmadd(V a, V b, V c) {
+    if constexpr (kScalarFma) return std::fma(a, b, c);
+    return a * b + c;
+  }
+  static V fmsub(V a, V b, V c) {
+    if constexpr (kScalarFma) return std::fma(a, b, -c);
+    return a * b - c;
+  }
+  static V fnmadd(V a, V b, V c) {
+    if constexpr (kScalarFma) return std::fma(-a, b, c);
+    return c - a * b;
+  }
   static V min(V a, V b) { return a < b ? a : b; }
   static V max(V a, V b) { return a > b ? a : b; }
   static V round(V v) { return std::nearbyint(v); }
@@ -65,260 +112,124 @@ struct ScalarVec {
   static Wide wide_zero() { return 0.0; }
   static void widen_add(Wide& acc, V v) { acc += static_cast<double>(v); }
   static double wide_sum(Wide acc) { return acc; }
+  static void transpose(V*) {}
 };
 
-#if PLN_HAVE_AVX2
-// The sum of the four lanes, pairwise.
-inline double avx2_sum(__m256d v) {
-  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
-}
+}  // namespace
+}  // namespace pln::cpu::PLN_CPU_NS
 
-template <typename T>
-struct Avx2Vec;
+#include "cpu/kernels/vec_neon.h"
+#include "cpu/kernels/vec_x86.h"
 
-template <>
-struct Avx2Vec<float> {
-  using Value = float;
-  using V = __m256;
-  static constexpr int kLanes = 8;
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
-  static V set1(float s) { return _mm256_set1_ps(s); }
-  static V zero() { return _mm256_setzero_ps(); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V min(V a, V b) { return _mm256_min_ps(a, b); }
-  static V max(V a, V b) { return _mm256_max_ps(a, b); }
-  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V ldexp(V v, V n) {
-    const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(v), e));
-  }
-  static float sum(V v) {
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-  }
-  static void accumulate(double* lanes, V v) {
-    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-    _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_loadu_pd(lanes), lo));
-    _mm256_storeu_pd(lanes + 4, _mm256_add_pd(_mm256_loadu_pd(lanes + 4), hi));
-  }
-  using Wide = __m256d;  // lanes l and l + 4 added when widened
-  static Wide wide_zero() { return _mm256_setzero_pd(); }
-  static void widen_add(Wide& acc, V v) {
-    acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
-                                           _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-  }
-  static double wide_sum(Wide acc) { return avx2_sum(acc); }
-};
+namespace pln::cpu::PLN_CPU_NS {
+namespace {
 
-template <>
-struct Avx2Vec<double> {
-  using Value = double;
-  using V = __m256d;
-  static constexpr int kLanes = 4;
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
-  static V set1(double s) { return _mm256_set1_pd(s); }
-  static V zero() { return _mm256_setzero_pd(); }
-  static V add(V a, V b) { return _mm256_add_pd(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
-  static V div(V a, V b) { return _mm256_div_pd(a, b); }
-  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  static V min(V a, V b) { return _mm256_min_pd(a, b); }
-  static V max(V a, V b) { return _mm256_max_pd(a, b); }
-  static V round(V v) { return _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V ldexp(V v, V n) {
-    const __m256i e = _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n)), 52);
-    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(v), e));
-  }
-  static double sum(V v) { return avx2_sum(v); }
-  static void accumulate(double* lanes, V v) { _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_loadu_pd(lanes), v)); }
-  using Wide = __m256d;
-  static Wide wide_zero() { return _mm256_setzero_pd(); }
-  static void widen_add(Wide& acc, V v) { acc = _mm256_add_pd(acc, v); }
-  static double wide_sum(Wide acc) { return avx2_sum(acc); }
-};
-#endif  // PLN_HAVE_AVX2
-
-#if PLN_HAVE_AVX512
-template <typename T>
-struct Avx512Vec;
-
-template <>
-struct Avx512Vec<float> {
-  using Value = float;
-  using V = __m512;
-  static constexpr int kLanes = 16;
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static void stream(float* p, V v) { _mm512_stream_ps(p, v); }
-  static V set1(float s) { return _mm512_set1_ps(s); }
-  static V zero() { return _mm512_setzero_ps(); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V ldexp(V v, V n) { return _mm512_scalef_ps(v, n); }
-  static float sum(V v) { return _mm512_reduce_add_ps(v); }
-  static void accumulate(double* lanes, V v) {
-    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    _mm512_storeu_pd(lanes, _mm512_add_pd(_mm512_loadu_pd(lanes), lo));
-    _mm512_storeu_pd(lanes + 8, _mm512_add_pd(_mm512_loadu_pd(lanes + 8), hi));
-  }
-  using Wide = __m512d;  // lanes l and l + 8 added when widened
-  static Wide wide_zero() { return _mm512_setzero_pd(); }
-  static void widen_add(Wide& acc, V v) {
-    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    acc = _mm512_add_pd(acc, _mm512_add_pd(lo, hi));
-  }
-  static double wide_sum(Wide acc) { return _mm512_reduce_add_pd(acc); }
-};
-
-template <>
-struct Avx512Vec<double> {
-  using Value = double;
-  using V = __m512d;
-  static constexpr int kLanes = 8;
-  static V load(const double* p) { return _mm512_loadu_pd(p); }
-  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
-  static void stream(double* p, V v) { _mm512_stream_pd(p, v); }
-  static V set1(double s) { return _mm512_set1_pd(s); }
-  static V zero() { return _mm512_setzero_pd(); }
-  static V add(V a, V b) { return _mm512_add_pd(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_pd(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
-  static V div(V a, V b) { return _mm512_div_pd(a, b); }
-  static V sqrt(V a) { return _mm512_sqrt_pd(a); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  static V min(V a, V b) { return _mm512_min_pd(a, b); }
-  static V max(V a, V b) { return _mm512_max_pd(a, b); }
-  static V round(V v) { return _mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V ldexp(V v, V n) { return _mm512_scalef_pd(v, n); }
-  static double sum(V v) { return _mm512_reduce_add_pd(v); }
-  static void accumulate(double* lanes, V v) { _mm512_storeu_pd(lanes, _mm512_add_pd(_mm512_loadu_pd(lanes), v)); }
-  using Wide = __m512d;
-  static Wide wide_zero() { return _mm512_setzero_pd(); }
-  static void widen_add(Wide& acc, V v) { acc = _mm512_add_pd(acc, v); }
-  static double wide_sum(Wide acc) { return _mm512_reduce_add_pd(acc); }
-};
-#endif  // PLN_HAVE_AVX512
-
-#if PLN_HAVE_NEON
-// aarch64's Advanced SIMD: 128-bit registers, four floats or two doubles.
-// stream() is a plain store: the kernels decide to stream only with AVX2
-// (kStreams in cpu/kernels.cpp), and AArch64's non-temporal stores (STNP)
-// are a hint that cores may ignore.
-template <typename T>
-struct NeonVec;
-
-template <>
-struct NeonVec<float> {
-  using Value = float;
-  using V = float32x4_t;
-  static constexpr int kLanes = 4;
-  static V load(const float* p) { return vld1q_f32(p); }
-  static void store(float* p, V v) { vst1q_f32(p, v); }
-  static void stream(float* p, V v) { vst1q_f32(p, v); }
-  static V set1(float s) { return vdupq_n_f32(s); }
-  static V zero() { return vdupq_n_f32(0.f); }
-  static V add(V a, V b) { return vaddq_f32(a, b); }
-  static V sub(V a, V b) { return vsubq_f32(a, b); }
-  static V mul(V a, V b) { return vmulq_f32(a, b); }
-  static V div(V a, V b) { return vdivq_f32(a, b); }
-  static V sqrt(V a) { return vsqrtq_f32(a); }
-  static V fmadd(V a, V b, V c) { return vfmaq_f32(c, a, b); }
-  static V min(V a, V b) { return vminq_f32(a, b); }
-  static V max(V a, V b) { return vmaxq_f32(a, b); }
-  static V round(V v) { return vrndnq_f32(v); }
-  static V ldexp(V v, V n) {
-    return vreinterpretq_f32_s32(vaddq_s32(vreinterpretq_s32_f32(v), vshlq_n_s32(vcvtq_s32_f32(n), 23)));
-  }
-  // (v0 + v1) + (v2 + v3): two pairwise adds.
-  static float sum(V v) { return vpadds_f32(vget_low_f32(vpaddq_f32(v, v))); }
-  static void accumulate(double* lanes, V v) {
-    vst1q_f64(lanes, vaddq_f64(vld1q_f64(lanes), vcvt_f64_f32(vget_low_f32(v))));
-    vst1q_f64(lanes + 2, vaddq_f64(vld1q_f64(lanes + 2), vcvt_high_f64_f32(v)));
-  }
-  using Wide = float64x2_t;  // lanes l and l + 2 added when widened
-  static Wide wide_zero() { return vdupq_n_f64(0.0); }
-  static void widen_add(Wide& acc, V v) {
-    acc = vaddq_f64(acc, vaddq_f64(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v)));
-  }
-  static double wide_sum(Wide acc) { return vpaddd_f64(acc); }
-};
-
-template <>
-struct NeonVec<double> {
-  using Value = double;
-  using V = float64x2_t;
-  static constexpr int kLanes = 2;
-  static V load(const double* p) { return vld1q_f64(p); }
-  static void store(double* p, V v) { vst1q_f64(p, v); }
-  static void stream(double* p, V v) { vst1q_f64(p, v); }
-  static V set1(double s) { return vdupq_n_f64(s); }
-  static V zero() { return vdupq_n_f64(0.0); }
-  static V add(V a, V b) { return vaddq_f64(a, b); }
-  static V sub(V a, V b) { return vsubq_f64(a, b); }
-  static V mul(V a, V b) { return vmulq_f64(a, b); }
-  static V div(V a, V b) { return vdivq_f64(a, b); }
-  static V sqrt(V a) { return vsqrtq_f64(a); }
-  static V fmadd(V a, V b, V c) { return vfmaq_f64(c, a, b); }
-  static V min(V a, V b) { return vminq_f64(a, b); }
-  static V max(V a, V b) { return vmaxq_f64(a, b); }
-  static V round(V v) { return vrndnq_f64(v); }
-  static V ldexp(V v, V n) {
-    return vreinterpretq_f64_s64(vaddq_s64(vreinterpretq_s64_f64(v), vshlq_n_s64(vcvtq_s64_f64(n), 52)));
-  }
-  static double sum(V v) { return vpaddd_f64(v); }
-  static void accumulate(double* lanes, V v) { vst1q_f64(lanes, vaddq_f64(vld1q_f64(lanes), v)); }
-  using Wide = float64x2_t;
-  static Wide wide_zero() { return vdupq_n_f64(0.0); }
-  static void widen_add(Wide& acc, V v) { acc = vaddq_f64(acc, v); }
-  static double wide_sum(Wide acc) { return vpaddd_f64(acc); }
-};
-#endif  // PLN_HAVE_NEON
-
-// The widest vector type of this compilation.
+// The widest vector type of this compilation (the kernels within a group),
+// and the one of the small-group kernels (several groups a register, or the
+// positions of NCHW): 256 bits with AVX-512 too, as the wider transposes
+// cost more shuffles than the lanes they add save (the AVX-512 kernels of
+// groups of 8 are a block kernel of their own, octets.h).
 #if PLN_HAVE_AVX512
 template <typename T>
 using NativeVec = Avx512Vec<T>;
+template <typename T>
+using SmallGroupVec = Avx2Vec<T>;
 #elif PLN_HAVE_AVX2
 template <typename T>
 using NativeVec = Avx2Vec<T>;
+template <typename T>
+using SmallGroupVec = Avx2Vec<T>;
 #elif PLN_HAVE_NEON
 template <typename T>
 using NativeVec = NeonVec<T>;
+template <typename T>
+using SmallGroupVec = NeonVec<T>;
 #else
 template <typename T>
 using NativeVec = ScalarVec<T>;
+template <typename T>
+using SmallGroupVec = ScalarVec<T>;
 #endif
 
-// exp(x) in every lane of a register of a vocabulary type W, within a few
-// units of rounding: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts,
-// so that n ln 2 is exact), e^r by its Taylor series to r^7 (float) or r^13
-// (double), whose first term left out is below half a unit of rounding, and
-// e^x = e^r 2^n by the exponent's bits. x is first clamped to where e^x and
-// the steps to it are normal numbers ([-86, 88] in float, [-708, 709] in
-// double), so e^x there is e^-86 or e^88 (the sigmoid saturates long before).
+template <typename W>
+using value_t = typename W::Value;
+
+// Lane l: the sum of the lanes of v[l], for l < kLanes, summed while
+// transposed: at each level, lanes of two registers are interleaved and
+// added (single-uop shuffles: a horizontal add is several on common cores).
+template <typename W>
+inline typename W::V transpose_sum(const typename W::V* v) {
+  if constexpr (W::kLanes == 1) {
+    return v[0];
+  } else {
+    typename W::V q[W::kLanes / 2];
+    for (int i = 0; i < W::kLanes / 2; ++i) {
+      q[i] = W::add(W::zip_lo(v[2 * i], v[2 * i + 1]), W::zip_hi(v[2 * i], v[2 * i + 1]));
+    }
+    return W::finish_transpose_sum(q);
+  }
+}
+
+// Lane l: the sums of the lanes of g[l], of d[l] and of g[l] d[l]; the first
+// level of the products is shared: multiplying lane by lane commutes with
+// the interleaving.
+template <typename W>
+inline void transpose_sum3(const typename W::V* g, const typename W::V* d, typename W::V& sum_g,
+                           typename W::V& sum_d, typename W::V& sum_gd) {
+  if constexpr (W::kLanes == 1) {
+    sum_g = g[0], sum_d = d[0], sum_gd = W::mul(g[0], d[0]);
+  } else {
+    typename W::V q1[W::kLanes / 2], q2[W::kLanes / 2], q3[W::kLanes / 2];
+    for (int i = 0; i < W::kLanes / 2; ++i) {
+      const auto glo = W::zip_lo(g[2 * i], g[2 * i + 1]), ghi = W::zip_hi(g[2 * i], g[2 * i + 1]);
+      const auto dlo = W::zip_lo(d[2 * i], d[2 * i + 1]), dhi = W::zip_hi(d[2 * i], d[2 * i + 1]);
+      q1[i] = W::add(glo, ghi);
+      q2[i] = W::add(dlo, dhi);
+      q3[i] = W::fmadd(glo, dlo, W::mul(ghi, dhi));
+    }
+    sum_g = W::finish_transpose_sum(q1);
+    sum_d = W::finish_transpose_sum(q2);
+    sum_gd = W::finish_transpose_sum(q3);
+  }
+}
+
+// kLanes consecutive groups of G values at p, one a lane: out[j] holds value
+// j of every group (G a multiple of W::kGroupMultiple; lanes in an order of
+// W's, the same for every j), and back. By transposes of kLanes x kLanes
+// blocks, or W's own where its groups may be smaller than its lanes.
+template <typename W, typename S>
+inline void groups_in(const S* p, int64_t G, typename W::V* out) {
+  constexpr int kL = W::kLanes;
+  if constexpr (W::kGroupMultiple < kL) {
+    W::groups_in(p, G, out);
+  } else {
+    for (int64_t k = 0; k < G; k += kL) {
+      for (int l = 0; l < kL; ++l) out[k + l] = W::load(p + l * G + k);
+      W::transpose(out + k);
+    }
+  }
+}
+template <typename W, typename S>
+inline void groups_out(const typename W::V* in, int64_t G, S* p) {
+  constexpr int kL = W::kLanes;
+  if constexpr (W::kGroupMultiple < kL) {
+    W::groups_out(in, G, p);
+  } else {
+    for (int64_t k = 0; k < G; k += kL) {
+      typename W::V r[kL];
+      for (int l = 0; l < kL; ++l) r[l] = in[k + l];
+      W::transpose(r);
+      for (int l = 0; l < kL; ++l) W::store(p + l * G + k, r[l]);
+    }
+  }
+}
+
+// exp(x) in every lane, within a few units of rounding: x = n ln 2 + r with
+// |r| <= ln 2 / 2 (ln 2 in two parts, so that n ln 2 is exact), e^r by its
+// Taylor series to r^7 (float) or r^13 (double), whose first term left out is
+// below half a unit of rounding, and e^x = e^r 2^n by the exponent's bits. x
+// is first clamped to where e^x and the steps to it are normal numbers
+// ([-86, 88] in float, [-708, 709] in double), so e^x there is e^-86 or e^88.
 template <typename W>
 inline typename W::V exp(typename W::V x) {
   using T = typename W::Value;

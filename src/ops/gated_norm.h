@@ -1,7 +1,7 @@
 #pragma once
 // The gated norm's checked arguments and the pieces its kernels share across
-// devices: gated.cpp holds the schemas and the CPU, composite, Meta, Autograd
-// and Autocast kernels; cuda.cpp the CUDA ones (built with CUDA).
+// devices: gated_norm.cpp holds the op (ops.h's shape), cuda.cpp its CUDA
+// kernels (built with CUDA).
 
 #include "ops/ops.h"
 
@@ -12,9 +12,7 @@
 
 #include <tuple>
 
-namespace pln::ops::gated {
-
-using Tensor4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+namespace pln::ops::gated_norm_op {
 
 struct Spec {
   int64_t num_features, num_per_group;
@@ -43,22 +41,4 @@ at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, con
                             const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                             bool centering, c10::string_view gate_position, c10::string_view activation);
 
-}  // namespace pln::ops::gated
-
-namespace pln::ops::cuda {
-
-/// The gated norm's CUDA kernels (cuda.cpp): the fused kernels of
-/// src/cuda/gated.cu where PLN_CUDA_KERNELS=1, the composite ones otherwise.
-at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
-                      const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
-                      bool centering, c10::string_view gate_position, c10::string_view activation);
-Tensor3 gated_norm_forward(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
-                           const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
-                           bool centering, c10::string_view gate_position, c10::string_view activation);
-gated::Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
-                                   const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
-                                   const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
-                                   double eps, bool centering, c10::string_view gate_position,
-                                   c10::string_view activation);
-
-}  // namespace pln::ops::cuda
+}  // namespace pln::ops::gated_norm_op

@@ -1,10 +1,12 @@
-// Calls of the pln operators through the dispatcher, and what their kernels share.
+// What the pln operators share (ops.h): the checks of the grouping and the
+// tensors, the one choice between fused kernels and the composite
+// formulation, the compute type, the centring, and autocast's parameters.
 
 #include "ops/ops.h"
 
 #include "layout.h"
 
-#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #include <string>
@@ -12,44 +14,31 @@
 
 namespace pln::ops {
 
-namespace {
-
-template <typename Fn>
-c10::TypedOperatorHandle<Fn> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
+bool fused_kernels_take(const at::Tensor& input, double p, bool half_types) {
+  if (p != 2.0 || input.layout() != c10::kStrided) return false;
+  const auto type = input.scalar_type();
+  const bool kernel_type =
+      type == at::kFloat || type == at::kDouble || (half_types && (type == at::kHalf || type == at::kBFloat16));
+  if (input.device().is_cpu()) return kernel_type;
+  if (input.device().is_cuda()) return cuda_kernels_enabled() && kernel_type;
+  return false;
 }
 
-}  // namespace
+#ifndef PLN_WITH_CUDA
+bool cuda_kernels_enabled() { return false; }
+#endif
 
-at::Tensor parallel_ln(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                       int64_t num_features, int64_t num_per_group, double eps, bool centering,
-                       c10::string_view layout, double p) {
-  static const auto op = handle<ParallelLNFn>("pln::parallel_ln");
-  return op.call(input, weight, bias, num_features, num_per_group, eps, centering, layout, p);
+at::ScalarType stats_type(at::ScalarType input) {
+  return input == at::kDouble ? at::kDouble : at::kFloat;
 }
 
-at::Tensor pq_norm(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
-                   int64_t num_features, int64_t num_per_group, double p, double q, double eps,
-                   bool centering, c10::string_view layout) {
-  static const auto op = handle<PQNormFn>("pln::pq_norm");
-  return op.call(input, weight, bias, num_features, num_per_group, p, q, eps, centering, layout);
+at::Tensor in_compute_type(const at::Tensor& t, at::ScalarType input) {
+  return t.defined() ? t.to(stats_type(input)) : t;
 }
 
-Tensor3 parallel_ln_forward(const at::Tensor& input, const OptionalTensor& weight,
-                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group,
-                            double eps, bool centering, c10::string_view layout) {
-  static const auto op = handle<ParallelLNForwardFn>("pln::parallel_ln_forward");
-  return op.call(input, weight, bias, num_features, num_per_group, eps, centering, layout);
-}
-
-Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& input,
-                             const at::Tensor& mean, const at::Tensor& rstd,
-                             const OptionalTensor& weight, int64_t num_features,
-                             int64_t num_per_group, double eps, bool centering,
-                             c10::string_view layout) {
-  static const auto op = handle<ParallelLNBackwardFn>("pln::parallel_ln_backward");
-  return op.call(grad_output, input, mean, rstd, weight, num_features, num_per_group, eps, centering,
-                 layout);
+at::Tensor centred(const at::Tensor& grouped) {
+  const at::Tensor shifted = grouped - grouped.narrow(-1, 0, 1).detach();
+  return shifted - shifted.mean(-1, true);
 }
 
 ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
@@ -112,29 +101,19 @@ ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at:
   return spec;
 }
 
-at::ScalarType stats_type(at::ScalarType input) {
-  return input == at::kDouble ? at::kDouble : at::kFloat;
-}
-
-bool has_fused_kernels(const at::Tensor& input, double p) {
-  if (p != 2.0 || input.layout() != c10::kStrided) return false;
-  const auto type = input.scalar_type();
-  const bool wide = type == at::kFloat || type == at::kDouble;
-  if (input.device().is_cpu()) return wide;
-  if (input.device().is_cuda()) {
-    return cuda_kernels_enabled() && (wide || type == at::kHalf || type == at::kBFloat16);
-  }
-  return false;
-}
-
-#ifndef PLN_WITH_CUDA
-bool cuda_kernels_enabled() { return false; }
-#endif
-
 at::Tensor value_or_undefined(const OptionalTensor& t) { return t.has_value() ? *t : at::Tensor(); }
 
 OptionalTensor defined_or_none(const at::Tensor& t) {
   return t.defined() ? OptionalTensor(t) : OptionalTensor();
+}
+
+c10::DispatchKeySet autocast_keys() {
+  return c10::DispatchKeySet({c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA});
+}
+
+OptionalTensor autocast_param(const OptionalTensor& t, const at::Tensor& input) {
+  if (!t.has_value() || !t->defined() || detail::param_type_fits(t->scalar_type(), input.scalar_type())) return t;
+  return t->to(stats_type(input.scalar_type()));
 }
 
 }  // namespace pln::ops

@@ -1,26 +1,27 @@
 // The gated norm: PLN or PLS over groups of the last axis with a gate z shaped
 // like the input, multiplied in before the norm (Mamba-2's MambaRMSNormGated:
 // norm(x * act(z))) or after it (Gated DeltaNet's: norm(x) * act(z)), act SiLU
-// or the sigmoid. Its schemas and the kernel of each dispatch key:
+// or the sigmoid, in the shape every op has (ops.h):
 //
 //   pln::gated_norm           the public op
 //   pln::gated_norm_forward   y plus the per-group mean and 1/std (fused kernels)
 //   pln::gated_norm_backward  dx, dz, dweight, dbias from them
+//   pln::gated_norm_composite the composite formulation as an op of its own
+//                             (CompositeImplicitAutograd: tracers see its ATen ops)
 //
 // CPU tensors run the fused kernels of src/cpu/gated_kernels.cpp (float16 and
-// bfloat16 on float32 copies, rounded once); CUDA tensors, where
-// PLN_CUDA_KERNELS=1 in a build with CUDA, those of src/cuda/gated.cu (every
-// float dtype; cuda.cpp); every other device the composite ATen formulation,
-// computed in float32 for float16 and bfloat16 inputs (as the models' own
-// classes do) and rounded once. Autograd runs the fused backward, and the composite gradient
-// formulas where a graph of the gradient is wanted (double backward). Under
-// autocast, tensors of mixed dtypes are computed in float32.
+// bfloat16 read into float registers and rounded once); CUDA tensors, where
+// PLN_CUDA_KERNELS=1 in a build with CUDA, those of src/cuda/gated.cu
+// (cuda.cpp); every other device the composite ATen formulation, computed in
+// float32 for float16 and bfloat16 inputs (as the models' own classes do) and
+// rounded once. Under autocast, tensors of mixed dtypes are computed in float32.
 
-#include "ops/gated.h"
+#include "ops/gated_norm.h"
 
 #include "ops/autograd_support.h"
 
 #include "cpu/gated_kernels.h"
+#include "ops/stored.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -33,9 +34,8 @@
 #include <string>
 #include <tuple>
 
-namespace pln::ops::gated {
-
-namespace {
+namespace pln::ops {
+namespace gated_norm_op {
 
 using GatedNormFn = at::Tensor(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                                const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
@@ -47,6 +47,8 @@ using GatedBackwardFn = Tensor4(const at::Tensor& grad_output, const at::Tensor&
                                 const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
                                 const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                                 bool centering, c10::string_view gate_position, c10::string_view activation);
+
+namespace {
 
 std::string text(c10::string_view s) { return std::string(s.data(), s.size()); }
 
@@ -109,32 +111,10 @@ pln::cpu::gated::Shape shape_of(const at::Tensor& x, const Spec& s) {
 
 namespace {
 
-template <typename Fn>
-c10::TypedOperatorHandle<Fn> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Fn>();
-}
-
-// Whether the fused kernels take the input: on the CPU every float dtype
-// (float16 and bfloat16 through float32 copies); on CUDA every float dtype,
-// once enabled (PLN_CUDA_KERNELS=1, builds with CUDA).
-bool fused(const at::Tensor& input) {
-  const auto t = input.scalar_type();
-  if (input.layout() != c10::kStrided) return false;
-  if (input.device().is_cpu()) return at::isFloatingType(t);
-  return input.is_cuda() && cuda_kernels_enabled();
-}
-
 // ------------------------------------------------------------- composite ---
 
 // Half-precision tensors are computed in float32, as the models' classes do.
-at::ScalarType wide_type(at::ScalarType type) {
-  return type == at::kHalf || type == at::kBFloat16 ? at::kFloat : type;
-}
-
-at::Tensor wide(const at::Tensor& t) {
-  if (!t.defined()) return t;
-  return t.to(wide_type(t.scalar_type()));
-}
+at::Tensor wide(const at::Tensor& t) { return in_compute_type(t, t.defined() ? t.scalar_type() : at::kFloat); }
 
 at::Tensor activation(const at::Tensor& z, const Spec& s) { return s.sigmoid ? z.sigmoid() : at::silu(z); }
 
@@ -149,11 +129,7 @@ at::Tensor grouped(const at::Tensor& t, const Spec& s) { return t.reshape({-1, s
 // Normalised groups of h (centred first when centering: shifted by a value of
 // their own, which carries no gradient, as the fused kernels do) and 1/std.
 std::pair<at::Tensor, at::Tensor> normalised(const at::Tensor& hg, const Spec& s) {
-  at::Tensor c = hg;
-  if (s.centering) {
-    const at::Tensor shifted = hg - hg.narrow(-1, 0, 1).detach();
-    c = shifted - shifted.mean(-1, true);
-  }
+  const at::Tensor c = s.centering ? centred(hg) : hg;
   const at::Tensor r = (c.pow(2).mean(-1, true) + s.eps).rsqrt();
   return {c * r, r};
 }
@@ -206,7 +182,7 @@ Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const Optio
                     const OptionalTensor& bias, const Spec& s, bool save_stats) {
   // float16 and bfloat16 are read and written as they are, computed in float32
   // (weight, bias and the statistics too), a group at a time.
-  const at::ScalarType type = input.scalar_type(), compute = wide_type(type);
+  const at::ScalarType type = input.scalar_type(), compute = stats_type(type);
   const at::Tensor x = input.contiguous(), z = gate.contiguous();
   const auto compute_options = x.options().dtype(compute);
   at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
@@ -217,11 +193,10 @@ Tensor3 cpu_forward(const at::Tensor& input, const at::Tensor& gate, const Optio
   const at::Tensor w = ones_or(weight, compute_options, s.num_features, 1.0);
   const at::Tensor b = ones_or(bias, compute_options, s.num_features, 0.0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "pln_gated_norm_forward", [&] {
-    using C = pln::cpu::gated::compute_t<scalar_t>;
-    pln::cpu::gated::forward<scalar_t>(shape_of(x, s), x.data_ptr<scalar_t>(), z.data_ptr<scalar_t>(),
-                                       w.data_ptr<C>(), b.data_ptr<C>(), y.data_ptr<scalar_t>(),
-                                       save_stats ? mean.data_ptr<C>() : nullptr,
-                                       save_stats ? rstd.data_ptr<C>() : nullptr);
+    pln::cpu::gated::forward(shape_of(x, s), stored_ptr<scalar_t>(x), stored_ptr<scalar_t>(z),
+                             compute_ptr<scalar_t>(w), compute_ptr<scalar_t>(b), stored_ptr<scalar_t>(y),
+                             save_stats ? compute_ptr<scalar_t>(mean) : nullptr,
+                             save_stats ? compute_ptr<scalar_t>(rstd) : nullptr);
   });
   if (!save_stats) return {y, mean, rstd};
   return {y, mean.to(type), rstd.to(type)};
@@ -250,7 +225,7 @@ Tensor4 call_backward(const at::Tensor& grad_output, const at::Tensor& input, co
 at::Tensor cpu_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation) {
-  if (!fused(input)) {
+  if (!fused_kernels_take(input)) {
     return composite_kernel(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                             activation);
   }
@@ -264,7 +239,7 @@ Tensor3 cpu_forward_kernel(const at::Tensor& input, const at::Tensor& gate, cons
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  TORCH_CHECK(fused(input), "pln::gated_norm_forward: the fused CPU kernels take floating-point input, got ",
+  TORCH_CHECK(fused_kernels_take(input), "pln::gated_norm_forward: the fused CPU kernels take floating-point input, got ",
               input.scalar_type());
   return cpu_forward(input, gate, weight, bias, s, /*save_stats=*/true);
 }
@@ -275,11 +250,11 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
                             bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  TORCH_CHECK(fused(input), "pln::gated_norm_backward: the fused CPU kernels take floating-point input, got ",
+  TORCH_CHECK(fused_kernels_take(input), "pln::gated_norm_backward: the fused CPU kernels take floating-point input, got ",
               input.scalar_type());
   check_backward(grad_output, input, mean, rstd, s);
   // float16 and bfloat16 as they are, computed in float32, as the forward.
-  const at::ScalarType type = input.scalar_type(), compute = wide_type(type);
+  const at::ScalarType type = input.scalar_type(), compute = stats_type(type);
   const at::Tensor x = input.contiguous(), z = gate.contiguous(), dy = grad_output.contiguous();
   const auto compute_options = x.options().dtype(compute);
   const at::Tensor w = ones_or(weight, compute_options, s.num_features, 1.0);
@@ -288,12 +263,11 @@ Tensor4 cpu_backward_kernel(const at::Tensor& grad_output, const at::Tensor& inp
   at::Tensor dw = at::empty({s.num_features}, x.options().dtype(at::kDouble));
   at::Tensor db = at::empty({s.num_features}, x.options().dtype(at::kDouble));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "pln_gated_norm_backward", [&] {
-    using C = pln::cpu::gated::compute_t<scalar_t>;
-    pln::cpu::gated::backward<scalar_t>(shape_of(x, s), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                        z.data_ptr<scalar_t>(), w.data_ptr<C>(), b.data_ptr<C>(),
-                                        /*mean=*/nullptr, /*rstd=*/nullptr,  // taken again from x and z
-                                        dx.data_ptr<scalar_t>(), dz.data_ptr<scalar_t>(),
-                                        dw.data_ptr<double>(), db.data_ptr<double>());
+    pln::cpu::gated::backward(shape_of(x, s), stored_ptr<scalar_t>(dy), stored_ptr<scalar_t>(x),
+                              stored_ptr<scalar_t>(z), compute_ptr<scalar_t>(w), compute_ptr<scalar_t>(b),
+                              /*mean=*/nullptr, /*rstd=*/nullptr,  // taken again from x and z
+                              stored_ptr<scalar_t>(dx), stored_ptr<scalar_t>(dz), dw.data_ptr<double>(),
+                              db.data_ptr<double>());
   });
   return {dx, dz, dw.to(type), db.to(type)};
 }
@@ -337,8 +311,7 @@ using torch::autograd::variable_list;
 using autograd_support::placeholder;
 using autograd_support::SavedGrouping;
 using autograd_support::unless_placeholder;
-using autograd_support::wants_grad;
-using autograd_support::wants_tangent;
+using autograd_support::Route;
 
 class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
  public:
@@ -379,18 +352,19 @@ class GatedNormFunction : public torch::autograd::Function<GatedNormFunction> {
 at::Tensor autograd_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const bool tangents = wants_tangent(input, gate, weight, bias), grads = wants_grad(input, gate, weight, bias);
-  if (!tangents && !grads) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    static const auto op = handle<GatedNormFn>("pln::gated_norm");
-    return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
+  switch (autograd_support::route(fused_kernels_take(input), input, gate, weight, bias)) {
+    case Route::kBelowAutograd: {
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      return gated_norm(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
+                        activation);
+    }
+    case Route::kFunction:
+      return GatedNormFunction::apply(input, gate, placeholder(weight, input), placeholder(bias, input),
+                                      weight.has_value(), bias.has_value(), num_features, num_per_group, eps,
+                                      centering, text(gate_position), text(activation))[0];
+    case Route::kComposite:
+      break;
   }
-  if (!tangents && fused(input)) {
-    return GatedNormFunction::apply(input, gate, placeholder(weight, input), placeholder(bias, input),
-                                    weight.has_value(), bias.has_value(), num_features, num_per_group, eps,
-                                    centering, text(gate_position), text(activation))[0];
-  }
-  // Forward-mode tangents, or inputs without fused kernels: the composite formulation, recorded by autograd.
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
   return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s);
@@ -400,7 +374,7 @@ Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
                                  const at::Tensor& mean, const at::Tensor& rstd, const OptionalTensor& weight,
                                  const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                                  bool centering, c10::string_view gate_position, c10::string_view activation) {
-  if (!wants_grad(grad_output, input, gate, weight, bias)) {
+  if (autograd_support::route(fused_kernels_take(input), grad_output, input, gate, weight, bias) == Route::kBelowAutograd) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return call_backward(grad_output, input, gate, mean, rstd, weight, bias, num_features, num_per_group, eps,
                          centering, gate_position, activation);
@@ -429,7 +403,7 @@ Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate,
 at::Tensor autocast_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                            const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                            bool centering, c10::string_view gate_position, c10::string_view activation) {
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast::keys());
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_keys());
   static const auto op = handle<GatedNormFn>("pln::gated_norm");
   const auto type = input.scalar_type();
   auto common = at::promote_types(type, gate.scalar_type());
@@ -459,14 +433,20 @@ at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, con
   return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s).contiguous();
 }
 
+}  // namespace gated_norm_op
+
 at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
                       const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
                       bool centering, c10::string_view gate_position, c10::string_view activation) {
-  static const auto op = handle<GatedNormFn>("pln::gated_norm");
+  static const auto op = handle<gated_norm_op::GatedNormFn>("pln::gated_norm");
   return op.call(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position, activation);
 }
 
-}  // namespace pln::ops::gated
+}  // namespace pln::ops
+
+// ------------------------------------------------------------ registration ---
+
+namespace gated_op = pln::ops::gated_norm_op;
 
 TORCH_LIBRARY_FRAGMENT(pln, m) {
   m.def("gated_norm(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
@@ -479,37 +459,37 @@ TORCH_LIBRARY_FRAGMENT(pln, m) {
         "Tensor? weight, Tensor? bias, int num_features, int num_per_group, float eps=1e-05, "
         "bool centering=False, str gate_position=\"before\", str activation=\"silu\") "
         "-> (Tensor grad_input, Tensor grad_gate, Tensor grad_weight, Tensor grad_bias)");
+  m.def("gated_norm_composite(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
+        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
+        "str activation=\"silu\") -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(pln, CPU, m) {
-  m.impl("gated_norm", TORCH_FN(pln::ops::gated::cpu_kernel));
-  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::cpu_forward_kernel));
-  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::cpu_backward_kernel));
+  m.impl("gated_norm", TORCH_FN(gated_op::cpu_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(gated_op::cpu_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(gated_op::cpu_backward_kernel));
 }
 
-#ifdef PLN_WITH_CUDA
-TORCH_LIBRARY_IMPL(pln, CUDA, m) {
-  m.impl("gated_norm", TORCH_FN(pln::ops::cuda::gated_norm));
-  m.impl("gated_norm_forward", TORCH_FN(pln::ops::cuda::gated_norm_forward));
-  m.impl("gated_norm_backward", TORCH_FN(pln::ops::cuda::gated_norm_backward));
-}
-#endif
 
 TORCH_LIBRARY_IMPL(pln, CompositeExplicitAutograd, m) {
-  m.impl("gated_norm", TORCH_FN(pln::ops::gated::composite_kernel));
+  m.impl("gated_norm", TORCH_FN(gated_op::composite_kernel));
+}
+
+TORCH_LIBRARY_IMPL(pln, CompositeImplicitAutograd, m) {
+  m.impl("gated_norm_composite", TORCH_FN(gated_op::composite_kernel));
 }
 
 TORCH_LIBRARY_IMPL(pln, Meta, m) {
-  m.impl("gated_norm", TORCH_FN(pln::ops::gated::meta_kernel));
-  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::meta_forward_kernel));
-  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::meta_backward_kernel));
+  m.impl("gated_norm", TORCH_FN(gated_op::meta_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(gated_op::meta_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(gated_op::meta_backward_kernel));
 }
 
 TORCH_LIBRARY_IMPL(pln, Autograd, m) {
-  m.impl("gated_norm", TORCH_FN(pln::ops::gated::autograd_kernel));
-  m.impl("gated_norm_forward", TORCH_FN(pln::ops::gated::autograd_forward_kernel));
-  m.impl("gated_norm_backward", TORCH_FN(pln::ops::gated::autograd_backward_kernel));
+  m.impl("gated_norm", TORCH_FN(gated_op::autograd_kernel));
+  m.impl("gated_norm_forward", TORCH_FN(gated_op::autograd_forward_kernel));
+  m.impl("gated_norm_backward", TORCH_FN(gated_op::autograd_backward_kernel));
 }
 
-TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) { m.impl("gated_norm", TORCH_FN(pln::ops::gated::autocast_kernel)); }
-TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) { m.impl("gated_norm", TORCH_FN(pln::ops::gated::autocast_kernel)); }
+TORCH_LIBRARY_IMPL(pln, AutocastCPU, m) { m.impl("gated_norm", TORCH_FN(gated_op::autocast_kernel)); }
+TORCH_LIBRARY_IMPL(pln, AutocastCUDA, m) { m.impl("gated_norm", TORCH_FN(gated_op::autocast_kernel)); }
