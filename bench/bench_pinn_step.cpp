@@ -8,8 +8,9 @@
 // step/PLN(4) compares each model's step with PLN(4)'s. With --before, each
 // activation model's step is also timed with its activations' jets taken by
 // the composite ATen formulas (the code before the fused activation jets),
-// alternated with the fused step. Min of N repetitions, all of a model's
-// timings in alternation; each product is timed warm (see time_model). "in
+// alternated with the fused step. Min of N repetitions, every model's
+// timings at a width and point count in alternation; each product is timed
+// warm (see time_steps). "in
 // step" is what the same products take inside the step, timed by a
 // RecordFunction observer in steps of their own: its excess over products
 // is the cost of operands the step left out of cache.
@@ -164,16 +165,45 @@ pln::cpu::JetActivation kernel_activation(const std::string& act) {
   throw std::invalid_argument("no fused jet kernel for the activation '" + act + "'");
 }
 
-// One model's step, timed once with each way of taking its activations'
-// jets (`variants`: fused, and composite where asked), its products, and its
-// fused jet kernels alone, in alternation.
-struct ModelTimings {
-  std::vector<Timings> variants;
-  double products, jets;
+// The steps of several networks of the same width and depth (`cases`: each
+// model, its activations' jets fused or composite as its spec says), their
+// common products, and each fused case's jet kernels alone, all timed in
+// alternation, so that their ratios come from the same stretch of time.
+struct StepTimings {
+  std::vector<Timings> steps;
+  std::vector<double> jets;  // per case; 0 for a composite case
+  double products;
 };
 
-ModelTimings time_model(const NetSpec& spec, const std::vector<bool>& fused_variants, int64_t points,
-                        int64_t boundary, int reps, double budget_ms) {
+// The fused jet kernels of a network's hidden layers, forward and backward,
+// on jets of the step's size: the norms' (PLN) and the activations'.
+std::function<void()> fused_jets(const NetSpec& spec, int64_t rows) {
+  const int64_t parts = 1 + 2 * spec.in_dim;
+  const auto jet = torch::randn({parts, rows, spec.width}, torch::kFloat64) * 2;
+  const auto grad = torch::randn_like(jet);
+  auto out = torch::empty_like(jet), dx = torch::empty_like(jet);
+  const pln::cpu::JetGeometry geometry{rows, spec.width, spec.group, spec.in_dim};
+  const pln::cpu::ActivationJetShape shape{rows * spec.width, spec.in_dim};
+  const bool norm = spec.norm != "none", act = spec.act != "none", centering = spec.norm != "pls";
+  const auto activation = kernel_activation(act ? spec.act : "tanh");
+  return [=]() mutable {
+    for (int64_t b = 0; b < spec.depth; ++b) {
+      if (norm) {
+        pln::cpu::jet_forward(geometry, jet.data_ptr<double>(), out.data_ptr<double>(), spec.eps, centering);
+        pln::cpu::jet_backward(geometry, grad.data_ptr<double>(), jet.data_ptr<double>(), dx.data_ptr<double>(),
+                               spec.eps, centering);
+      }
+      if (act) {
+        pln::cpu::activation_jet_forward(activation, shape, jet.data_ptr<double>(), out.data_ptr<double>());
+        pln::cpu::activation_jet_backward(activation, shape, grad.data_ptr<double>(), jet.data_ptr<double>(),
+                                          dx.data_ptr<double>());
+      }
+    }
+  };
+}
+
+StepTimings time_steps(const std::vector<NetSpec>& cases, int64_t points, int64_t boundary, int reps,
+                       double budget_ms) {
   const Problem problem = make_problem("helmholtz1d");
   const auto training = boundary > 0 ? training_points(problem, "deepxde", points, boundary, 1, torch::kFloat64)
                                      : training_points(problem, "ours", points, 2, 0, torch::kFloat64);
@@ -183,13 +213,13 @@ ModelTimings time_model(const NetSpec& spec, const std::vector<bool>& fused_vari
     std::unique_ptr<torch::optim::Adam> optimizer;
   };
   std::vector<Trainer> trainers;
-  for (const bool fused : fused_variants) {
-    NetSpec variant = spec;
-    variant.fused_activation_jets = fused;
-    torch::manual_seed(0);  // the same initial network for every variant
-    PinnNet net(variant, torch::kFloat64);
+  std::vector<std::function<void()>> jets;
+  for (const auto& spec : cases) {
+    torch::manual_seed(0);  // a model's fused and composite cases start from the same network
+    PinnNet net(spec, torch::kFloat64);
     auto optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
     trainers.push_back({net, std::move(optimizer)});
+    jets.push_back(spec.fused_activation_jets ? fused_jets(spec, training.residual.size(0)) : nullptr);
   }
   pln::exp::DivergenceGuard guard("bench");
   const auto step = [&](Trainer& t) {
@@ -197,60 +227,42 @@ ModelTimings time_model(const NetSpec& spec, const std::vector<bool>& fused_vari
       throw std::runtime_error("the training loss is not finite");
     }
   };
-  const StepProducts products(spec, training.residual.size(0), training.boundary.size(0));
-
-  // The fused jet kernels of the step's hidden layers, forward and backward,
-  // on jets of the step's size: the norms' (PLN) or the activations'.
-  const int64_t parts = 1 + 2 * spec.in_dim, rows = training.residual.size(0);
-  const auto jet = torch::randn({parts, rows, spec.width}, torch::kFloat64) * 2;
-  const auto grad = torch::randn_like(jet);
-  auto out = torch::empty_like(jet), dx = torch::empty_like(jet);
-  const pln::cpu::JetGeometry geometry{rows, spec.width, spec.group, spec.in_dim};
-  const pln::cpu::ActivationJetShape shape{rows * spec.width, spec.in_dim};
-  const bool has_act = spec.act != "none";
-  const auto act = kernel_activation(has_act ? spec.act : "tanh");
-  const auto jets = [&] {
-    for (int64_t b = 0; b < spec.depth; ++b) {
-      if (spec.norm != "none") {
-        pln::cpu::jet_forward(geometry, jet.data_ptr<double>(), out.data_ptr<double>(), spec.eps, spec.norm != "pls");
-        pln::cpu::jet_backward(geometry, grad.data_ptr<double>(), jet.data_ptr<double>(), dx.data_ptr<double>(),
-                               spec.eps, spec.norm != "pls");
-      }
-      if (has_act) {
-        pln::cpu::activation_jet_forward(act, shape, jet.data_ptr<double>(), out.data_ptr<double>());
-        pln::cpu::activation_jet_backward(act, shape, grad.data_ptr<double>(), jet.data_ptr<double>(),
-                                          dx.data_ptr<double>());
-      }
-    }
-  };
+  const StepProducts products(cases.front(), training.residual.size(0), training.boundary.size(0));
   // Each product is timed right after a call of its own, with its operands
   // in cache: the sum of their minima is the products' floor, so step/products
   // is not flattered by products slowed by cold operands (in the step some
   // read operands saved long before).
   const auto& all = products.all();
-  std::vector<double> best_product(all.size(), 1e300);
-  std::vector<Timings> best(trainers.size(), Timings{1e300, 1e300});
-  double best_jets = 1e300, spent = 0;
-  for (auto& t : trainers) step(t);
-  jets();
+  std::vector<double> best_product(all.size(), 1e300), best_jets(cases.size(), 1e300);
+  std::vector<Timings> best(cases.size(), Timings{1e300, 1e300});
+  double spent = 0;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    step(trainers[c]);
+    if (jets[c]) jets[c]();
+  }
   for (int r = 0; r < 5 * reps; ++r) {
     spent += elapsed_ms([&] {
-      for (size_t v = 0; v < trainers.size(); ++v) {
-        best[v].step = std::min(best[v].step, elapsed_ms([&] { step(trainers[v]); }));
+      for (size_t c = 0; c < cases.size(); ++c) {
+        best[c].step = std::min(best[c].step, elapsed_ms([&] { step(trainers[c]); }));
         const ProductClock clock;
         ProductClock::reset();
-        step(trainers[v]);
-        best[v].in_step = std::min(best[v].in_step, ProductClock::total_ms());
+        step(trainers[c]);
+        best[c].in_step = std::min(best[c].in_step, ProductClock::total_ms());
       }
       for (size_t i = 0; i < all.size(); ++i) {
         all[i]();
         best_product[i] = std::min(best_product[i], elapsed_ms(all[i]));
       }
-      best_jets = std::min(best_jets, elapsed_ms(jets));
+      for (size_t c = 0; c < cases.size(); ++c) {
+        if (jets[c]) best_jets[c] = std::min(best_jets[c], elapsed_ms(jets[c]));
+      }
     });
     if (r + 1 >= reps && spent >= budget_ms) break;
   }
-  return {best, std::accumulate(best_product.begin(), best_product.end(), 0.0), best_jets};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    if (!jets[c]) best_jets[c] = 0;
+  }
+  return {best, best_jets, std::accumulate(best_product.begin(), best_product.end(), 0.0)};
 }
 
 }  // namespace
@@ -303,35 +315,44 @@ int main(int argc, char** argv) {
              "in step/prod", "jets/prod", "step/PLN(4)");
   for (const int64_t width : widths) {
     for (const int64_t n : points) {
-      double pln_step = 0;  // PLN(4)'s step at this width, or 0 where it is not timed
+      std::vector<NetSpec> cases;
+      std::vector<const Model*> case_models;
       for (const auto& model : models) {
         NetSpec s = spec;
         s.width = width;
         s.norm = model.norm;
         s.act = model.act;
-        std::vector<bool> variants = {true};
-        if (before && model.act != "none") variants.push_back(false);
-        ModelTimings t{};
-        try {
-          t = time_model(s, variants, n, boundary, reps, quick ? 50 : 3000);
-        } catch (const std::exception& e) {
-          fmt::print(stderr, "pln_bench_pinn_step: {} at width {}, {} points: {}\n", model.name, width, n, e.what());
-          return 1;
+        cases.push_back(s);
+        case_models.push_back(&model);
+        if (before && model.act != "none") {
+          s.fused_activation_jets = false;
+          cases.push_back(s);
+          case_models.push_back(&model);
         }
-        if (model.name == "PLN(4)") pln_step = t.variants[0].step;
-        for (size_t v = 0; v < variants.size(); ++v) {
-          const Timings& timing = t.variants[v];
-          const bool fused = variants[v];
-          const std::string jets_ms = fused ? fmt::format("{:.3f}", t.jets) : "-";
-          const double rest = timing.step - t.products - (fused ? t.jets : 0.0);
-          const std::string jets_ratio = fused ? fmt::format("{:.2f}", t.jets / t.products) : "-";
-          const std::string to_pln = pln_step > 0 ? fmt::format("{:.2f}", timing.step / pln_step) : "-";
-          fmt::print("{:>7} {:>5} {:>9} {:>7} | {:>9.3f} {:>11.3f} {:>10.3f} {:>9} {:>9.3f} | {:>10.2f} {:>12.2f} {:>10} "
-                     "{:>11}\n",
-                     model.name, width, model.act == "none" ? "-" : (fused ? "fused" : "composite"), n, timing.step,
-                     t.products, timing.in_step, jets_ms, rest, timing.step / t.products, timing.in_step / t.products,
-                     jets_ratio, to_pln);
-        }
+      }
+      StepTimings t{};
+      try {
+        t = time_steps(cases, n, boundary, reps, quick ? 50 : 3000);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "pln_bench_pinn_step: width {}, {} points: {}\n", width, n, e.what());
+        return 1;
+      }
+      double pln_step = 0;  // PLN(4)'s step at this width, or 0 where it is not timed
+      for (size_t c = 0; c < cases.size(); ++c) {
+        if (case_models[c]->name == "PLN(4)") pln_step = t.steps[c].step;
+      }
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const Model& model = *case_models[c];
+        const Timings& timing = t.steps[c];
+        const bool fused = cases[c].fused_activation_jets;
+        const std::string jets_ms = fused ? fmt::format("{:.3f}", t.jets[c]) : "-";
+        const std::string jets_ratio = fused ? fmt::format("{:.2f}", t.jets[c] / t.products) : "-";
+        const std::string to_pln = pln_step > 0 ? fmt::format("{:.2f}", timing.step / pln_step) : "-";
+        fmt::print("{:>7} {:>5} {:>9} {:>7} | {:>9.3f} {:>11.3f} {:>10.3f} {:>9} {:>9.3f} | {:>10.2f} {:>12.2f} {:>10} "
+                   "{:>11}\n",
+                   model.name, width, model.act == "none" ? "-" : (fused ? "fused" : "composite"), n, timing.step,
+                   t.products, timing.in_step, jets_ms, timing.step - t.products - t.jets[c],
+                   timing.step / t.products, timing.in_step / t.products, jets_ratio, to_pln);
       }
     }
   }
