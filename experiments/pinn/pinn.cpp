@@ -485,6 +485,13 @@ std::map<std::string, GridSpec> grids() {
       "settings x widths 128, 256 x seeds 1-5, 1,000 steps (40 cells)",
       "original", Config{{"steps", 1000}},
       {original_final_stage_models(), integer_axis("width", {128, 256}), integer_axis("seed", {1, 2, 3, 4, 5})}};
+  // The final stage at the framework's 6,000 steps (the `original` preset's):
+  // the same 40 cells, the steps the only difference.
+  g["table-original-cpu-final-6000"] = {
+      "Table 1's search at the authors' protocol on 2 cores, final stage at the framework's 6,000 steps: each "
+      "model's best table-original-cpu settings x widths 128, 256 x seeds 1-5 (40 cells)",
+      "original", Config::object(),
+      {original_final_stage_models(), integer_axis("width", {128, 256}), integer_axis("seed", {1, 2, 3, 4, 5})}};
   g["table-original-cpu-ablation"] = {
       "the final stage's settings at width 128 under the authors' protocol, with cosine decay, and in float32, "
       "seeds 1-3, 1,000 steps (36 cells)",
