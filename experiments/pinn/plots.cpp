@@ -229,8 +229,8 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
   std::string md =
       "Relative L2 error at the authors' framework's protocol, as DeepXDE's `l2 relative error` measures it (on the "
       "training points), at the last step (final) and the lowest logged (best logged)" + deepxde_best_caption(runs) +
-      ": the best run, and the mean +- sd (runs) over the seeds of the settings that gave the best final run; beside "
-      "the paper's Table 1";
+      ", of the settings that gave the best final run: their best run, and the mean +- sd (runs) over their seeds "
+      "(another setting may hold a lower best-logged error); beside the paper's Table 1";
   md += ours ? " and the best at this project's protocol (error on the 1,001-point grid after the last step, "
                "`table-cpu-long`).\n\n"
              : ".\n\n";
