@@ -97,7 +97,7 @@ if not summary["rel_l2_train_best"] < evals["rel_l2_train"][0]:
 # same parameters, which the next step reports in train.csv before it moves them.
 logged = evals["step"][:-1].astype(int)
 next_step_loss = np.array([log["loss"][log["step"] == k + 1][0] for k in logged])
-if not np.allclose(evals["loss"][:-1], next_step_loss, rtol=1e-12, atol=0):
+if not np.array_equal(evals["loss"][:-1], next_step_loss):
     sys.exit(f"eval.csv's losses {evals['loss'][:4]} are not the next steps' {next_step_loss[:4]}")
 lowest = int(np.argmin(evals["loss"]))  # the first of equal ones, as DeepXDE's strict comparison keeps
 close(summary["rel_l2_train_at_lowest_loss"], evals["rel_l2_train"][lowest], "rel_l2_train_at_lowest_loss")
