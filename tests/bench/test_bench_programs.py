@@ -78,8 +78,9 @@ def test_the_pinn_step_benchmark_has_a_row_of_timings_per_point_count():
 
 
 def test_the_pinn_step_benchmark_times_each_model_and_with_before_the_composite_activation_jets():
-    code, out = run("pln_bench_pinn_step", "--quick", "--before", "--width", "8,16", "--models", "pln4,tanh")
+    code, out = run("pln_bench_pinn_step", "--quick", "--before", "--width", "8,16", "--models", "pln4,tanh", "--cpu-time")
     assert code == 0, out
+    assert "CPU time" in out, out
     # model width act-jets points | ... | step/prod in-step/prod jets/prod step/PLN(4)
     rows = [line.split() for line in out.splitlines() if re.match(r" *(PLN\(4\)|Tanh) ", line)]
     assert [(r[0], r[1], r[2]) for r in rows] == [("PLN(4)", "8", "-"), ("Tanh", "8", "fused"), ("Tanh", "8", "composite"),
