@@ -160,8 +160,9 @@ struct Model {
   std::string name, norm, act;
 };
 
-const std::vector<Model> kModels = {{"PLN(4)", "pln", "none"}, {"SAT", "none", "sat"},   {"Tanh", "none", "tanh"},
-                                    {"ReLU", "none", "relu"},  {"SiLU", "none", "silu"}, {"Sigmoid", "none", "sigmoid"}};
+const std::vector<Model> kModels = {{"PLN(4)", "pln", "none"}, {"SAT", "none", "sat"},
+                                    {"Tanh", "none", "tanh"},   {"ReLU", "none", "relu"},
+                                    {"SiLU", "none", "silu"},   {"Sigmoid", "none", "sigmoid"}};
 
 const Model& find_model(const std::string& key) {
   for (const auto& m : kModels) {
@@ -299,12 +300,20 @@ int main(int argc, char** argv) {
   bool quick = false, before = false;
   CLI::App app{"PINN steps of Table 1's models against their matrix products and jet kernels"};
   app.add_option("--points", points, "interior points")->delimiter(',')->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  app.add_option("--boundary", boundary, "boundary points: 0, the two ends (points=ours); B > 0, DeepXDE's B "
-                 "(points=deepxde, the residual taken at them too)")->check(CLI::Range(0, 1 << 20))->capture_default_str();
-  app.add_option("--width", widths, "hidden widths")->delimiter(',')->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--boundary", boundary,
+                 "boundary points: 0, the two ends (points=ours); B > 0, DeepXDE's B (points=deepxde, the residual "
+                 "taken at them too)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--width", widths, "hidden widths")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   app.add_option("--depth", spec.depth, "hidden layers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--group", spec.group, "PLN group size")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  app.add_option("--models", model_keys, "models: pln4, sat, tanh, relu, silu, sigmoid")->delimiter(',')->capture_default_str();
+  app.add_option("--models", model_keys, "models: pln4, sat, tanh, relu, silu, sigmoid")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_flag("--before", before, "also the activation models' step with the composite activation jets");
   app.add_option("--threads", threads, "threads (LibTorch and OpenBLAS)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--reps", reps, "runs at least, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();

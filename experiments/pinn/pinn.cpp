@@ -161,7 +161,8 @@ Config to_json(const LoggedEvaluation& e) {
 LoggedEvaluation from_json(const Config& j) {
   if (!j.is_array() || j.size() != 4 || !j[0].is_number_integer() || j[0].get<int64_t>() < 0 || !j[1].is_number() ||
       !j[2].is_number() || !j[3].is_number()) {
-    throw std::runtime_error(std::string("pinn: a checkpoint's ") + kAwaitingLoss + " is not [step, rel_l2, mse, rel_l2_train]");
+    throw std::runtime_error(std::string("pinn: a checkpoint's ") + kAwaitingLoss +
+                             " is not [step, rel_l2, mse, rel_l2_train]");
   }
   return {j[0].get<int64_t>(), {j[1].get<double>(), j[2].get<double>(), j[3].get<double>()}};
 }

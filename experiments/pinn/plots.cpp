@@ -197,9 +197,8 @@ RunsBySetting runs_by_setting(const CsvTable& t) {
     auto& g = runs.groups[{m, static_cast<int64_t>(width)}][settings_of(t, r)];
     g.final_errors.push_back(final_error);
     g.best_errors.push_back(best_error);
-    if (const double at_lowest_loss = number_value(t.get(r, "rel_l2_train_at_lowest_loss")); std::isfinite(at_lowest_loss)) {
-      g.deepxde_best_errors.push_back(at_lowest_loss);
-    }
+    const double at_lowest_loss = number_value(t.get(r, "rel_l2_train_at_lowest_loss"));  // NaN where absent
+    if (std::isfinite(at_lowest_loss)) g.deepxde_best_errors.push_back(at_lowest_loss);
   }
   return runs;
 }
@@ -254,7 +253,9 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
       if (const auto it = groups.find({m, w}); it != groups.end()) {
         for (const auto& [name, g] : it->second) {
           const auto s = seed_stats(g.final_errors);
-          if (s.best < final_stats.best) final_stats = s, logged_stats = seed_stats(g.best_errors), settings = name, chosen = &g;
+          if (s.best < final_stats.best) {
+            final_stats = s, logged_stats = seed_stats(g.best_errors), settings = name, chosen = &g;
+          }
         }
       }
       md += fmt::format("| {} | {} | {} | {} | {} |{} {} |", m, w, published, stats_text(final_stats),
@@ -283,8 +284,9 @@ void write_settings_table(const RunsBySetting& runs, const fs::path& out) {
     for (const auto& [key, settings] : runs.groups) {
       if (key.first != m) continue;
       for (const auto& [name, g] : settings) {
-        all += fmt::format("| {} | {} | {} | {} | {} |{}\n", m, key.second, name, stats_text(seed_stats(g.final_errors)),
-                           stats_text(seed_stats(g.best_errors)), deepxde_best_cells(runs, &g));
+        all += fmt::format("| {} | {} | {} | {} | {} |{}\n", m, key.second, name,
+                           stats_text(seed_stats(g.final_errors)), stats_text(seed_stats(g.best_errors)),
+                           deepxde_best_cells(runs, &g));
       }
     }
   }
