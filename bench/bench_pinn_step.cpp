@@ -1,15 +1,22 @@
 // Where a PINN training step's time goes, side by side in one run: the step
-// of `pln pinn` (Taylor-mode forward, loss, backward, Adam), its matrix
-// products alone (the same torch::mm, addmm and mv calls on operands of the
-// same sizes), and its fused jet kernels alone. step/products is the cost of
-// the step over the arithmetic it cannot avoid (1.0 is the floor). Min of N
-// repetitions, the three in alternation; each product is timed warm (see
-// time_step). "in step" is what the same calls take inside the step, timed by
-// a RecordFunction observer in steps of their own: its excess over products
+// of `pln pinn` (Taylor-mode forward, loss, backward, Adam) of each of
+// Table 1's models at the same width and depth, its matrix products alone
+// (the same torch::mm, addmm and mv calls on operands of the same sizes, the
+// same for every model), and its fused jet kernels alone (the norms' for
+// PLN(4), the activations' for the others). step/products is the cost of
+// the step over the arithmetic it cannot avoid (1.0 is the floor);
+// step/PLN(4) compares each model's step with PLN(4)'s. With --before, each
+// activation model's step is also timed with its activations' jets taken by
+// the composite ATen formulas (the code before the fused activation jets),
+// alternated with the fused step. Min of N repetitions, every model's
+// timings at a width and point count in alternation; each product is timed
+// warm (see time_steps). "in
+// step" is what the same products take inside the step, timed by a
+// RecordFunction observer in steps of their own: its excess over products
 // is the cost of operands the step left out of cache.
 //
-//   pln_bench_pinn_step [--points 1000,5000] [--width 128] [--depth 3] [--group 4]
-//                       [--threads 1] [--reps N] [--quick]
+//   pln_bench_pinn_step [--points 1000,5000] [--boundary 0] [--width 128,256] [--depth 3] [--group 4]
+//                       [--models pln4,sat,tanh,relu] [--before] [--threads 1] [--reps N] [--cpu-time] [--quick]
 
 #include <ATen/record_function.h>
 #include <torch/torch.h>
@@ -18,15 +25,17 @@
 #include <fmt/core.h>
 
 #include "system/threads_and_memory.h"
+#include "cpu/activation_jets.h"
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
 #include "system/provenance.h"
 #include "system/start_up.h"
-#include "timing.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <numeric>
 #include <stdexcept>
@@ -35,7 +44,28 @@
 
 namespace {
 
-using pln::bench::elapsed_ms;
+// The clock every timing reads: the wall clock, or with --cpu-time the
+// process's CPU time, which leaves out the time other jobs held the core (on
+// a machine shared with builds, the wall clock's minimum over the runs still
+// holds some of it). One thread does all the work here (LibTorch, OpenBLAS
+// and autograd's CPU engine run on the caller), so the two agree on an idle
+// machine.
+bool cpu_time = false;
+
+double clock_ms() {
+  if (cpu_time) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double elapsed_ms(const std::function<void()>& f) {
+  const double start = clock_ms();
+  f();
+  return clock_ms() - start;
+}
 using namespace pln::exp::pinn;
 
 // The products one step of PinnNet computes (network.cpp), on operands of
@@ -92,7 +122,7 @@ class StepProducts {
 };
 
 struct Timings {
-  double step, products, in_step, jets;
+  double step, in_step;
 };
 
 // The time the step's gemm and gemv calls take, summed over one step, from a
@@ -112,76 +142,149 @@ class ProductClock {
            std::strcmp(name, "aten::mv") == 0;
   }
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
-    if (is_product(fn)) started_ = std::chrono::steady_clock::now();
+    if (is_product(fn)) started_ = clock_ms();
     return nullptr;
   }
   static void leave(const at::RecordFunction& fn, at::ObserverContext*) {
     if (is_product(fn)) {
-      total_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+      total_ms_ += clock_ms() - started_;
     }
   }
-  static inline std::chrono::steady_clock::time_point started_;
+  static inline double started_ = 0;
   static inline double total_ms_ = 0;
   at::CallbackHandle handle_;
 };
 
-Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_ms) {
-  torch::manual_seed(0);
+// A model of Table 1: PLN(4) (a norm, no activation) or an activation without a norm.
+struct Model {
+  std::string name, norm, act;
+};
+
+const std::vector<Model> kModels = {{"PLN(4)", "pln", "none"}, {"SAT", "none", "sat"},
+                                    {"Tanh", "none", "tanh"},   {"ReLU", "none", "relu"},
+                                    {"SiLU", "none", "silu"},   {"Sigmoid", "none", "sigmoid"}};
+
+const Model& find_model(const std::string& key) {
+  for (const auto& m : kModels) {
+    std::string lower;
+    for (char c : m.name) {
+      if (std::isalnum(static_cast<unsigned char>(c))) lower += static_cast<char>(std::tolower(c));
+    }
+    if (key == lower) return m;
+  }
+  throw std::invalid_argument("unknown model '" + key + "' (pln4, sat, tanh, relu, silu, sigmoid)");
+}
+
+// The kernels' name of a PINN activation.
+pln::cpu::JetActivation kernel_activation(const std::string& act) {
+  using pln::cpu::JetActivation;
+  const std::pair<const char*, JetActivation> names[] = {{"tanh", JetActivation::kTanh}, {"sat", JetActivation::kSat},
+                                                         {"relu", JetActivation::kRelu}, {"silu", JetActivation::kSilu},
+                                                         {"sigmoid", JetActivation::kSigmoid}};
+  for (const auto& [name, kernel] : names) {
+    if (act == name) return kernel;
+  }
+  throw std::invalid_argument("no fused jet kernel for the activation '" + act + "'");
+}
+
+// The steps of several networks of the same width and depth (`cases`: each
+// model, its activations' jets fused or composite as its spec says), their
+// common products, and each fused case's jet kernels alone, all timed in
+// alternation, so that their ratios come from the same stretch of time.
+struct StepTimings {
+  std::vector<Timings> steps;
+  std::vector<double> jets;  // per case; 0 for a composite case
+  double products;
+};
+
+// The fused jet kernels of a network's hidden layers, forward and backward,
+// on jets of the step's size: the norms' (PLN) and the activations'.
+std::function<void()> fused_jets(const NetSpec& spec, int64_t rows) {
+  const int64_t parts = 1 + 2 * spec.in_dim;
+  const auto jet = torch::randn({parts, rows, spec.width}, torch::kFloat64) * 2;
+  const auto grad = torch::randn_like(jet);
+  auto out = torch::empty_like(jet), dx = torch::empty_like(jet);
+  const pln::cpu::JetGeometry geometry{rows, spec.width, spec.group, spec.in_dim};
+  const pln::cpu::ActivationJetShape shape{rows * spec.width, spec.in_dim};
+  const bool norm = spec.norm != "none", act = spec.act != "none", centering = spec.norm != "pls";
+  const auto activation = kernel_activation(act ? spec.act : "tanh");
+  return [=]() mutable {
+    for (int64_t b = 0; b < spec.depth; ++b) {
+      if (norm) {
+        pln::cpu::jet_forward(geometry, jet.data_ptr<double>(), out.data_ptr<double>(), spec.eps, centering);
+        pln::cpu::jet_backward(geometry, grad.data_ptr<double>(), jet.data_ptr<double>(), dx.data_ptr<double>(),
+                               spec.eps, centering);
+      }
+      if (act) {
+        pln::cpu::activation_jet_forward(activation, shape, jet.data_ptr<double>(), out.data_ptr<double>());
+        pln::cpu::activation_jet_backward(activation, shape, grad.data_ptr<double>(), jet.data_ptr<double>(),
+                                          dx.data_ptr<double>());
+      }
+    }
+  };
+}
+
+StepTimings time_steps(const std::vector<NetSpec>& cases, int64_t points, int64_t boundary, int reps,
+                       double budget_ms) {
   const Problem problem = make_problem("helmholtz1d");
-  PinnNet net(spec, torch::kFloat64);
-  const auto training = training_points(problem, "ours", points, 2, 0, torch::kFloat64);
-  const auto& x_boundary = training.boundary;
-  const auto u_boundary = problem.exact(x_boundary);
-  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto training = boundary > 0 ? training_points(problem, "deepxde", points, boundary, 1, torch::kFloat64)
+                                     : training_points(problem, "ours", points, 2, 0, torch::kFloat64);
+  const auto u_boundary = problem.exact(training.boundary);
+  struct Trainer {
+    PinnNet net;
+    std::unique_ptr<torch::optim::Adam> optimizer;
+  };
+  std::vector<Trainer> trainers;
+  std::vector<std::function<void()>> jets;
+  for (const auto& spec : cases) {
+    torch::manual_seed(0);  // a model's fused and composite cases start from the same network
+    PinnNet net(spec, torch::kFloat64);
+    auto optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(1e-3));
+    trainers.push_back({net, std::move(optimizer)});
+    jets.push_back(spec.fused_activation_jets ? fused_jets(spec, training.residual.size(0)) : nullptr);
+  }
   pln::exp::DivergenceGuard guard("bench");
-  const auto step = [&] {
-    if (!training_step(net, problem, training, u_boundary, {}, optimizer, guard, 0)) {
+  const auto step = [&](Trainer& t) {
+    if (!training_step(t.net, problem, training, u_boundary, {}, *t.optimizer, guard, 0)) {
       throw std::runtime_error("the training loss is not finite");
     }
   };
-  const StepProducts products(spec, points, x_boundary.size(0));
-
-  // The fused jet kernels of the step's norms, forward and backward, on jets
-  // of the step's size.
-  const int64_t parts = 1 + 2 * spec.in_dim;
-  const auto jet = torch::randn({parts, points, spec.width}, torch::kFloat64);
-  const auto grad = torch::randn_like(jet);
-  auto out = torch::empty_like(jet), dx = torch::empty_like(jet);
-  const pln::cpu::JetGeometry geometry{points, spec.width, spec.group, spec.in_dim};
-  const auto jets = [&] {
-    for (int64_t b = 0; b < spec.depth; ++b) {
-      pln::cpu::jet_forward(geometry, jet.data_ptr<double>(), out.data_ptr<double>(), spec.eps, true);
-      pln::cpu::jet_backward(geometry, grad.data_ptr<double>(), jet.data_ptr<double>(), dx.data_ptr<double>(),
-                             spec.eps, true);
-    }
-  };
+  const StepProducts products(cases.front(), training.residual.size(0), training.boundary.size(0));
   // Each product is timed right after a call of its own, with its operands
   // in cache: the sum of their minima is the products' floor, so step/products
   // is not flattered by products slowed by cold operands (in the step some
   // read operands saved long before).
   const auto& all = products.all();
-  std::vector<double> best_product(all.size(), 1e300);
-  double best_step = 1e300, best_in_step = 1e300, best_jets = 1e300, spent = 0;
-  step();
-  jets();
+  std::vector<double> best_product(all.size(), 1e300), best_jets(cases.size(), 1e300);
+  std::vector<Timings> best(cases.size(), Timings{1e300, 1e300});
+  double spent = 0;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    step(trainers[c]);
+    if (jets[c]) jets[c]();
+  }
   for (int r = 0; r < 5 * reps; ++r) {
     spent += elapsed_ms([&] {
-      best_step = std::min(best_step, elapsed_ms(step));
-      {
+      for (size_t c = 0; c < cases.size(); ++c) {
+        best[c].step = std::min(best[c].step, elapsed_ms([&] { step(trainers[c]); }));
         const ProductClock clock;
         ProductClock::reset();
-        step();
-        best_in_step = std::min(best_in_step, ProductClock::total_ms());
+        step(trainers[c]);
+        best[c].in_step = std::min(best[c].in_step, ProductClock::total_ms());
       }
       for (size_t i = 0; i < all.size(); ++i) {
         all[i]();
         best_product[i] = std::min(best_product[i], elapsed_ms(all[i]));
       }
-      best_jets = std::min(best_jets, elapsed_ms(jets));
+      for (size_t c = 0; c < cases.size(); ++c) {
+        if (jets[c]) best_jets[c] = std::min(best_jets[c], elapsed_ms(jets[c]));
+      }
     });
     if (r + 1 >= reps && spent >= budget_ms) break;
   }
-  return {best_step, std::accumulate(best_product.begin(), best_product.end(), 0.0), best_in_step, best_jets};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    if (!jets[c]) best_jets[c] = 0;
+  }
+  return {best, best_jets, std::accumulate(best_product.begin(), best_product.end(), 0.0)};
 }
 
 }  // namespace
@@ -189,21 +292,42 @@ Timings time_step(const NetSpec& spec, int64_t points, int reps, double budget_m
 int main(int argc, char** argv) {
   pln::exp::start_again_with(pln::exp::start_settings(pln::exp::start_state(argv)), argv);  // as `pln` does
   pln::exp::keep_freed_memory();
-  std::vector<int64_t> points = {1000, 5000};
+  std::vector<int64_t> points = {1000, 5000}, widths = {128};
+  std::vector<std::string> model_keys = {"pln4", "sat", "tanh", "relu"};
+  int64_t boundary = 0;
   NetSpec spec;
   int threads = 1, reps = 10;
-  bool quick = false;
-  CLI::App app{"A PINN step against its matrix products and jet kernels"};
+  bool quick = false, before = false;
+  CLI::App app{"PINN steps of Table 1's models against their matrix products and jet kernels"};
   app.add_option("--points", points, "interior points")->delimiter(',')->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  app.add_option("--width", spec.width, "hidden width")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--boundary", boundary,
+                 "boundary points: 0, the two ends (points=ours); B > 0, DeepXDE's B (points=deepxde, the residual "
+                 "taken at them too)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--width", widths, "hidden widths")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   app.add_option("--depth", spec.depth, "hidden layers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--group", spec.group, "PLN group size")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--models", model_keys, "models: pln4, sat, tanh, relu, silu, sigmoid")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_flag("--before", before, "also the activation models' step with the composite activation jets");
   app.add_option("--threads", threads, "threads (LibTorch and OpenBLAS)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--reps", reps, "runs at least, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_flag("--cpu-time", cpu_time, "time by the process's CPU clock, not the wall clock (a shared machine)");
   app.add_flag("--quick", quick, "200 points and at most 3 runs (a test)");
   CLI11_PARSE(app, argc, argv);
+  std::vector<Model> models;
   try {
-    spec.validate();
+    for (const auto& key : model_keys) models.push_back(find_model(key));
+    for (const int64_t width : widths) {
+      NetSpec s = spec;
+      s.width = width;
+      s.validate();
+    }
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "pln_bench_pinn_step: {}\n", e.what());
     return 2;
@@ -213,21 +337,54 @@ int main(int argc, char** argv) {
     reps = std::min(reps, 3);
   }
   pln::exp::set_threads(threads);
-  fmt::print("PINN step, 1-D Helmholtz, width {}, {} hidden PLN({}) layers, float64, Adam, {} thread(s), "
-             "min of >= {} runs; BLAS: {}\n",
-             spec.width, spec.depth, spec.group, threads, reps, pln::exp::blas_description());
-  fmt::print("{:>7} | {:>9} {:>11} {:>10} {:>9} {:>9} | {:>10} {:>12} {:>10}\n", "points", "step ms",
-             "products ms", "in step ms", "jets ms", "rest ms", "step/prod", "in step/prod", "jets/prod");
-  for (const int64_t n : points) {
-    Timings t{};
-    try {
-      t = time_step(spec, n, reps, quick ? 50 : 3000);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "pln_bench_pinn_step: {} points: {}\n", n, e.what());
-      return 1;
+  fmt::print("PINN step, 1-D Helmholtz, {} hidden layers, PLN group {}, {} boundary points, float64, Adam, {} "
+             "thread(s), min of >= {} runs, {} time; kernels: {}; BLAS: {}\n",
+             spec.depth, spec.group, boundary > 0 ? fmt::format("DeepXDE's {}", boundary) : "the 2 ends", threads,
+             reps, cpu_time ? "CPU" : "wall-clock", pln::cpu_kernels(), pln::exp::blas_description());
+  fmt::print("{:>7} {:>5} {:>9} {:>7} | {:>9} {:>11} {:>10} {:>9} {:>9} | {:>10} {:>12} {:>10} {:>11}\n", "model",
+             "width", "act jets", "points", "step ms", "products ms", "in step ms", "jets ms", "rest ms", "step/prod",
+             "in step/prod", "jets/prod", "step/PLN(4)");
+  for (const int64_t width : widths) {
+    for (const int64_t n : points) {
+      std::vector<NetSpec> cases;
+      std::vector<const Model*> case_models;
+      for (const auto& model : models) {
+        NetSpec s = spec;
+        s.width = width;
+        s.norm = model.norm;
+        s.act = model.act;
+        cases.push_back(s);
+        case_models.push_back(&model);
+        if (before && model.act != "none") {
+          s.fused_activation_jets = false;
+          cases.push_back(s);
+          case_models.push_back(&model);
+        }
+      }
+      StepTimings t{};
+      try {
+        t = time_steps(cases, n, boundary, reps, quick ? 50 : 3000);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "pln_bench_pinn_step: width {}, {} points: {}\n", width, n, e.what());
+        return 1;
+      }
+      double pln_step = 0;  // PLN(4)'s step at this width, or 0 where it is not timed
+      for (size_t c = 0; c < cases.size(); ++c) {
+        if (case_models[c]->name == "PLN(4)") pln_step = t.steps[c].step;
+      }
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const Model& model = *case_models[c];
+        const Timings& timing = t.steps[c];
+        const bool fused = cases[c].fused_activation_jets;
+        const std::string jets_ms = fused ? fmt::format("{:.3f}", t.jets[c]) : "-";
+        const std::string jets_ratio = fused ? fmt::format("{:.2f}", t.jets[c] / t.products) : "-";
+        const std::string to_pln = pln_step > 0 ? fmt::format("{:.2f}", timing.step / pln_step) : "-";
+        fmt::print("{:>7} {:>5} {:>9} {:>7} | {:>9.3f} {:>11.3f} {:>10.3f} {:>9} {:>9.3f} | {:>10.2f} {:>12.2f} {:>10} "
+                   "{:>11}\n",
+                   model.name, width, model.act == "none" ? "-" : (fused ? "fused" : "composite"), n, timing.step,
+                   t.products, timing.in_step, jets_ms, timing.step - t.products - t.jets[c],
+                   timing.step / t.products, timing.in_step / t.products, jets_ratio, to_pln);
+      }
     }
-    fmt::print("{:>7} | {:>9.3f} {:>11.3f} {:>10.3f} {:>9.3f} {:>9.3f} | {:>10.2f} {:>12.2f} {:>10.2f}\n", n,
-               t.step, t.products, t.in_step, t.jets, t.step - t.products - t.jets, t.step / t.products,
-               t.in_step / t.products, t.jets / t.products);
   }
 }

@@ -92,7 +92,7 @@ TEST(PinnGrids, TableIsTheAuthorsSearchAtTheirProtocol) {
 
 TEST(PinnGrids, CpuSearchGivesEveryModelTheSameBudget) {
   const auto& pinn = find_experiment("pinn");
-  for (const char* name : {"table-cpu", "table-cpu-long", "table-original-cpu"}) {
+  for (const char* name : {"table-cpu", "table-cpu-long", "table-original-cpu", "table-original-cpu-final-6000"}) {
     std::map<std::string, int> cells_per_model;
     for (const auto& cell : expand_grid(find_grid(pinn, name))) ++cells_per_model[cell.labels.at("model")];
     ASSERT_EQ(cells_per_model.size(), 4u) << name;
@@ -141,7 +141,31 @@ TEST(PinnGrids, LongStageTrainsTheCoarseStagesBestConfigurations) {
 TEST(PinnGrids, OriginalFinalStageTrainsTheCoarseStagesBestSettings) {
   const std::vector<std::string> keys = {"depth", "pde_weight", "bc_weight", "optimizer", "lr"};
   expect_stage_trains_coarse_best("table-original-cpu", "rel_l2_train", "table-original-cpu-final", keys);
+  expect_stage_trains_coarse_best("table-original-cpu", "rel_l2_train", "table-original-cpu-final-6000", keys);
   expect_stage_trains_coarse_best("table-original-cpu", "rel_l2_train", "table-original-cpu-ablation", keys);
+}
+
+// The final stage at the framework's step count: the same cells (ids and
+// settings) as the final stage, each resolving to 6,000 steps where the
+// final stage's resolve to 1,000, and to nothing else that differs.
+TEST(PinnGrids, FinalStageAtSixThousandStepsIsTheFinalStageAtTheFrameworksSteps) {
+  const auto& pinn = find_experiment("pinn");
+  const auto& final = find_grid(pinn, "table-original-cpu-final");
+  const auto& long_final = find_grid(pinn, "table-original-cpu-final-6000");
+  EXPECT_EQ(long_final.preset, final.preset);
+  const auto cells = expand_grid(final), long_cells = expand_grid(long_final);
+  ASSERT_EQ(long_cells.size(), 40u);
+  ASSERT_EQ(long_cells.size(), cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    SCOPED_TRACE(cells[i].id);
+    EXPECT_EQ(long_cells[i].id, cells[i].id);
+    auto config = resolve_config(pinn, final.preset, cells[i].sets);
+    const auto long_config = resolve_config(pinn, long_final.preset, long_cells[i].sets);
+    EXPECT_EQ(config["steps"].get<int64_t>(), 1000);
+    EXPECT_EQ(long_config["steps"].get<int64_t>(), 6000);
+    config["steps"] = 6000;
+    EXPECT_EQ(long_config, config);
+  }
 }
 
 // ------------------------------------------------------------- PINN pieces

@@ -2,6 +2,8 @@
 
 #include "spec/keys.h"
 
+#include <pln/testing.h>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -67,42 +69,11 @@ torch::Tensor PinnNetImpl::forward(const torch::Tensor& x) {
   return h;
 }
 
-torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet) {
+torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet, bool fused) {
   if (act == "none") return jet;
-  const int64_t dirs = (jet.size(0) - 1) / 2;
-  const auto z = jet[0];
-  const auto first = jet.narrow(0, 1, dirs);
-  const auto second = jet.narrow(0, 1 + dirs, dirs);
-  torch::Tensor value, d1, d2;  // phi(z), phi'(z), phi''(z)
-  if (act == "tanh") {
-    value = torch::tanh(z);
-    d1 = 1 - value * value;
-    d2 = -2 * value * d1;
-  } else if (act == "sigmoid") {
-    value = torch::sigmoid(z);
-    d1 = value * (1 - value);
-    d2 = d1 * (1 - 2 * value);
-  } else if (act == "relu") {
-    d1 = (z > 0).to(z.scalar_type());
-    value = z * d1;
-    d2 = torch::zeros_like(z);
-  } else if (act == "sat") {
-    const auto q = torch::rsqrt(1 + z * z);
-    value = z * q;
-    d1 = q * q * q;
-    d2 = -3 * z * d1 * q * q;
-  } else if (act == "silu") {
-    // silu = z s, s = sigmoid(z): silu' = s + z s (1 - s), silu'' = s (1 - s) (2 + z (1 - 2 s)).
-    const auto s = torch::sigmoid(z);
-    const auto ds = s * (1 - s);
-    value = z * s;
-    d1 = s + z * ds;
-    d2 = ds * (2 + z * (1 - 2 * s));
-  } else {
-    throw std::invalid_argument("pinn: unknown activation '" + act + "'");
-  }
-  // Chain rule per direction: (phi o z)' = phi' z', (phi o z)'' = phi'' z'^2 + phi' z''.
-  return torch::cat({value.unsqueeze(0), d1 * first, d2 * first * first + d1 * second});
+  const auto activation = pln::activation_from_name(act);
+  return fused ? pln::functional::activation_jet(jet, activation)
+               : pln::detail::activation_jet_composite(jet, activation);
 }
 
 torch::Tensor PinnNetImpl::normalise_jet(const torch::Tensor& jet, size_t block) const {
@@ -165,7 +136,7 @@ Derivatives PinnNetImpl::forward_jet(const torch::Tensor& x) {
                          torch::zeros({dirs, n, spec_.width}, x.options())});
   for (int64_t b = 0; b < spec_.depth; ++b) {
     if (!norms_.empty()) jet = normalise_jet(jet, b);
-    jet = linear_jet(activation_jet(spec_.act, jet), b + 1);
+    jet = linear_jet(activation_jet(spec_.act, jet, spec_.fused_activation_jets), b + 1);
   }
   jet = jet.squeeze(-1);
   return {jet[0], jet.narrow(0, 1, dirs), jet.narrow(0, 1 + dirs, dirs)};

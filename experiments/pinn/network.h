@@ -29,6 +29,9 @@ struct NetSpec {
   int64_t group = 4;         ///< features per group for pln and pls
   std::string act = "none";  ///< none | tanh | relu | sigmoid | sat | silu
   double eps = 1e-5;
+  /// The activations' jets through the fused kernels (pln::functional::activation_jet);
+  /// false: the composite ATen formulas, pln_bench_pinn_step's baseline. Not a key.
+  bool fused_activation_jets = true;
 
   /// Throws std::invalid_argument naming the field.
   void validate() const;
@@ -64,7 +67,8 @@ class PinnNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(PinnNet);
 
-/// act(z) applied to a jet [1 + 2D, N, w] (value, D first, D second derivatives).
-torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet);
+/// act(z) applied to a jet [1 + 2D, N, w] (value, D first, D second derivatives):
+/// the fused kernels, or the composite formulas where `fused` is false.
+torch::Tensor activation_jet(const std::string& act, const torch::Tensor& jet, bool fused = true);
 
 }  // namespace pln::exp::pinn

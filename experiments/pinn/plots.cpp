@@ -173,17 +173,21 @@ std::string stats_text(const SeedStats& s) {
 }
 
 // The runs of a grid at the authors' protocol: DeepXDE's final and lowest
-// logged errors, by (model, width), then by settings (the seeds pooled).
+// logged errors, and its own best (the error at the logged step of lowest
+// training loss, which records made before it lack: absent, not counted), by
+// (model, width), then by settings (the seeds pooled).
 struct SettingRuns {
-  std::vector<double> final_errors, best_errors;
+  std::vector<double> final_errors, best_errors, deepxde_best_errors;
 };
 struct RunsBySetting {
   std::vector<std::string> models;  // in the records' order
   std::map<std::pair<std::string, int64_t>, std::map<std::string, SettingRuns>> groups;
+  bool deepxde_best = false;  // whether the records have the column
 };
 
 RunsBySetting runs_by_setting(const CsvTable& t) {
   RunsBySetting runs;
+  runs.deepxde_best = t.find("rel_l2_train_at_lowest_loss").has_value();
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const double width = number_value(t.get(r, "width"));
     const double final_error = number_value(t.get(r, "rel_l2_train")), best_error = number_value(t.get(r, "rel_l2_train_best"));
@@ -193,8 +197,23 @@ RunsBySetting runs_by_setting(const CsvTable& t) {
     auto& g = runs.groups[{m, static_cast<int64_t>(width)}][settings_of(t, r)];
     g.final_errors.push_back(final_error);
     g.best_errors.push_back(best_error);
+    const double at_lowest_loss = number_value(t.get(r, "rel_l2_train_at_lowest_loss"));  // NaN where absent
+    if (std::isfinite(at_lowest_loss)) g.deepxde_best_errors.push_back(at_lowest_loss);
   }
   return runs;
+}
+
+// The caption's words and the columns of DeepXDE's best, where the records have it.
+std::string deepxde_best_caption(const RunsBySetting& runs) {
+  return runs.deepxde_best ? ", and at the logged step of lowest training loss (DeepXDE's best, its `best_metrics`)"
+                           : "";
+}
+std::string deepxde_best_head(const RunsBySetting& runs) {
+  return runs.deepxde_best ? " DeepXDE's best: best | DeepXDE's best: mean +- sd |" : "";
+}
+std::string deepxde_best_cells(const RunsBySetting& runs, const SettingRuns* g) {
+  if (!runs.deepxde_best) return "";
+  return " " + (g ? stats_text(seed_stats(g->deepxde_best_errors)) : std::string("- | -")) + " |";
 }
 
 // comparison.md of a grid at the authors' protocol: per model and width the
@@ -203,19 +222,23 @@ RunsBySetting runs_by_setting(const CsvTable& t) {
 // holding the best final run; beside them the best of this project's protocol
 // from `ours` (records.csv of `table-cpu-long`), when given.
 void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, const fs::path& out) {
-  const auto& [models, groups] = runs;
+  const auto& models = runs.models;
+  const auto& groups = runs.groups;
   const auto ours_best = ours ? best_of_records(*ours) : decltype(best_of_records(*ours)){};
   std::string md =
       "Relative L2 error at the authors' framework's protocol, as DeepXDE's `l2 relative error` measures it (on the "
-      "training points), at the last step (final) and the lowest logged (best logged): the best run, and the mean "
-      "+- sd (runs) over the seeds of the settings that gave the best final run; beside the paper's Table 1";
+      "training points), at the last step (final) and the lowest logged (best logged)" + deepxde_best_caption(runs) +
+      ", of the settings that gave the best final run: their best run, and the mean +- sd (runs) over their seeds "
+      "(another setting may hold a lower best-logged error); beside the paper's Table 1";
   md += ours ? " and the best at this project's protocol (error on the 1,001-point grid after the last step, "
                "`table-cpu-long`).\n\n"
              : ".\n\n";
-  md += ours ? "| model | width | paper | final: best | final: mean +- sd | best logged: best | best logged: mean +- sd | "
-               "settings | this project's protocol | its settings |\n|---|---|---|---|---|---|---|---|---|---|\n"
-             : "| model | width | paper | final: best | final: mean +- sd | best logged: best | best logged: mean +- sd | "
-               "settings |\n|---|---|---|---|---|---|---|---|\n";
+  const std::string head = "| model | width | paper | final: best | final: mean +- sd | best logged: best | best "
+                           "logged: mean +- sd |" + deepxde_best_head(runs) + " settings |";
+  md += ours ? head + " this project's protocol | its settings |\n" : head + "\n";
+  const int columns = 8 + (runs.deepxde_best ? 2 : 0) + (ours ? 2 : 0);
+  for (int c = 0; c < columns; ++c) md += "|---";
+  md += "|\n";
   std::set<int64_t> widths = {128, 256};  // Table 1's, and any other the grid ran
   for (const auto& [key, settings] : groups) widths.insert(key.second);
   for (const auto& m : models) {
@@ -226,14 +249,17 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
                                                : paper->second.second;
       std::string settings = "-";
       SeedStats final_stats, logged_stats;
+      const SettingRuns* chosen = nullptr;
       if (const auto it = groups.find({m, w}); it != groups.end()) {
         for (const auto& [name, g] : it->second) {
           const auto s = seed_stats(g.final_errors);
-          if (s.best < final_stats.best) final_stats = s, logged_stats = seed_stats(g.best_errors), settings = name;
+          if (s.best < final_stats.best) {
+            final_stats = s, logged_stats = seed_stats(g.best_errors), settings = name, chosen = &g;
+          }
         }
       }
-      md += fmt::format("| {} | {} | {} | {} | {} | {} |", m, w, published, stats_text(final_stats),
-                        stats_text(logged_stats), settings);
+      md += fmt::format("| {} | {} | {} | {} | {} |{} {} |", m, w, published, stats_text(final_stats),
+                        stats_text(logged_stats), deepxde_best_cells(runs, chosen), settings);
       if (ours) {
         const auto it = ours_best.find({m, w});
         md += it == ours_best.end() ? " - | - |" : fmt::format(" {:.2e} | {} |", it->second.first, it->second.second);
@@ -248,15 +274,19 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
 // (`table-original-cpu-ablation`: the schedule, the precision) shows each.
 void write_settings_table(const RunsBySetting& runs, const fs::path& out) {
   std::string all = "DeepXDE's relative L2 error on the training points of every setting of the grid: at the last "
-                    "step (final) and the lowest logged (best logged), the best run and the mean +- sd (runs) over "
-                    "its seeds.\n\n| model | width | settings | final: best | final: mean +- sd | best logged: best | "
-                    "best logged: mean +- sd |\n|---|---|---|---|---|---|---|\n";
+                    "step (final) and the lowest logged (best logged)" + deepxde_best_caption(runs) +
+                    ", the best run and the mean +- sd (runs) over its seeds.\n\n| model | width | settings | final: "
+                    "best | final: mean +- sd | best logged: best | best logged: mean +- sd |" +
+                    deepxde_best_head(runs) + "\n";
+  for (int c = 0; c < 7 + (runs.deepxde_best ? 2 : 0); ++c) all += "|---";
+  all += "|\n";
   for (const auto& m : runs.models) {
     for (const auto& [key, settings] : runs.groups) {
       if (key.first != m) continue;
       for (const auto& [name, g] : settings) {
-        all += fmt::format("| {} | {} | {} | {} | {} |\n", m, key.second, name, stats_text(seed_stats(g.final_errors)),
-                           stats_text(seed_stats(g.best_errors)));
+        all += fmt::format("| {} | {} | {} | {} | {} |{}\n", m, key.second, name,
+                           stats_text(seed_stats(g.final_errors)), stats_text(seed_stats(g.best_errors)),
+                           deepxde_best_cells(runs, &g));
       }
     }
   }

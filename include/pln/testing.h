@@ -4,6 +4,7 @@
 // and which path a call takes. Not included by <pln/pln.h>; names and behaviour here may
 // change between versions.
 
+#include <pln/activation_jet.h>
 #include <pln/options.h>
 #include <torch/types.h>
 
@@ -25,5 +26,10 @@ bool uses_fused_kernels(const torch::Tensor& x, const ParallelLNOptions& options
 torch::Tensor parallel_ln_jet_composite(const torch::Tensor& jet, const ParallelLNOptions& options,
                                         const torch::Tensor& weight = {},
                                         const torch::Tensor& bias = {});
+
+/// pln::functional::activation_jet from ATen ops (the chain rule on phi and
+/// its derivatives), differentiable to any order: the fallback path, the
+/// tests' reference and the benchmarks' baseline.
+torch::Tensor activation_jet_composite(const torch::Tensor& jet, Activation act);
 
 }  // namespace pln::detail

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "cpu/activation_jets.h"
 #include "cpu/gated_kernels.h"
 #include "cpu/jet_kernels.h"
 #include "cpu/kernels.h"
@@ -206,6 +207,16 @@ void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double e
   PLN_DISPATCH(jet_backward<T>, g, dy, x, dx, eps, centering)
 }
 
+template <typename T>
+void activation_jet_forward(JetActivation act, const ActivationJetShape& s, const T* x, T* y) {
+  PLN_DISPATCH(activation_jet_forward, act, s, x, y)
+}
+
+template <typename T>
+void activation_jet_backward(JetActivation act, const ActivationJetShape& s, const T* dy, const T* x, T* dx) {
+  PLN_DISPATCH(activation_jet_backward, act, s, dy, x, dx)
+}
+
 namespace gated {
 
 template <typename S>
@@ -229,6 +240,12 @@ template void jet_forward<float>(const JetGeometry&, const float*, float*, doubl
 template void jet_forward<double>(const JetGeometry&, const double*, double*, double, bool);
 template void jet_backward<float>(const JetGeometry&, const float*, const float*, float*, double, bool);
 template void jet_backward<double>(const JetGeometry&, const double*, const double*, double*, double, bool);
+template void activation_jet_forward<float>(JetActivation, const ActivationJetShape&, const float*, float*);
+template void activation_jet_forward<double>(JetActivation, const ActivationJetShape&, const double*, double*);
+template void activation_jet_backward<float>(JetActivation, const ActivationJetShape&, const float*, const float*,
+                                             float*);
+template void activation_jet_backward<double>(JetActivation, const ActivationJetShape&, const double*,
+                                              const double*, double*);
 
 #define PLN_INSTANTIATE(S)                                                                                       \
   template void forward<S>(const Geometry&, const S*, const compute_t<S>*, const compute_t<S>*, S*, compute_t<S>*,  \

@@ -9,8 +9,10 @@
 
 #include "ops/ops.h"
 
+#include "cuda/activation_jets.h"
 #include "cuda/gated.h"
 #include "cuda/kernels.h"
+#include "ops/activation_jets.h"
 #include "ops/gated_norm.h"
 #include "layout.h"
 
@@ -220,6 +222,36 @@ Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& inp
   });
   check_launch("pln::gated_norm_backward (CUDA)");
   return {dx, dz, dw.to(x.scalar_type()), db.to(x.scalar_type())};
+}
+
+// ------------------------------------------------------- activation jets ---
+
+namespace {
+
+pln::cpu::ActivationJetShape activation_jet_shape(const at::Tensor& x) {
+  const int64_t parts = x.size(0);
+  return {parts > 0 ? x.numel() / parts : 0, (parts - 1) / 2};
+}
+
+}  // namespace
+
+void activation_jet_forward(pln::cpu::JetActivation act, const at::Tensor& x, const at::Tensor& y) {
+  const c10::cuda::CUDAGuard device(x.device());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_activation_jet_forward_cuda", [&] {
+    pln::cuda::activation_jet_forward(act, activation_jet_shape(x), x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                      at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::functional::activation_jet (CUDA)");
+}
+
+void activation_jet_backward(pln::cpu::JetActivation act, const at::Tensor& dy, const at::Tensor& x,
+                             const at::Tensor& dx) {
+  const c10::cuda::CUDAGuard device(x.device());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_activation_jet_backward_cuda", [&] {
+    pln::cuda::activation_jet_backward(act, activation_jet_shape(x), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                       dx.data_ptr<scalar_t>(), at::cuda::getCurrentCUDAStream().stream());
+  });
+  check_launch("pln::functional::activation_jet backward (CUDA)");
 }
 
 }  // namespace cuda

@@ -41,6 +41,7 @@ def table_rows(out, first_column):
     ("pln_bench_groups", ["--quick", "--groups", "8,7"], r"--groups 7: not a group size of the sweep \(1, 4,"),
     ("pln_bench_groups", ["--quick", "--csv", "/nonexistent/groups.csv"], r"cannot write '/nonexistent/groups.csv'"),
     ("pln_bench_pinn_step", ["--quick", "--group", "3"], r"width \(128\) must be a positive multiple of group \(3\)"),
+    ("pln_bench_pinn_step", ["--quick", "--models", "pln4,gelu"], r"unknown model 'gelu' \(pln4, sat, tanh, relu"),
 ])
 def test_a_bad_option_is_refused_naming_it(program, args, pattern):
     code, out = run(program, *args)
@@ -74,3 +75,16 @@ def test_the_pinn_step_benchmark_has_a_row_of_timings_per_point_count():
     code, out = run("pln_bench_pinn_step", "--quick")
     assert code == 0, out
     assert re.search(r" 200 \| +[0-9.]+ +[0-9.]+ +[0-9.]+", out), out
+
+
+def test_the_pinn_step_benchmark_times_each_model_and_with_before_the_composite_activation_jets():
+    code, out = run("pln_bench_pinn_step", "--quick", "--before", "--width", "8,16", "--models", "pln4,tanh", "--cpu-time")
+    assert code == 0, out
+    assert "CPU time" in out, out
+    # model width act-jets points | ... | step/prod in-step/prod jets/prod step/PLN(4)
+    rows = [line.split() for line in out.splitlines() if re.match(r" *(PLN\(4\)|Tanh) ", line)]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("PLN(4)", "8", "-"), ("Tanh", "8", "fused"), ("Tanh", "8", "composite"),
+                                                  ("PLN(4)", "16", "-"), ("Tanh", "16", "fused"),
+                                                  ("Tanh", "16", "composite")], out
+    for r in rows:
+        assert r[-1] == ("1.00" if r[0] == "PLN(4)" else r[-1]) and float(r[-1]) > 0, out

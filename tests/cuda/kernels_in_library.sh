@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The fused CUDA kernels are in the built library: every kernel family (the
-# gated norm's too) for every element type, as sm_90 machine code (the same source the CPU-run
-# tests compile against HIP-CPU: tests/cuda/kernels_hip_cpu.cpp).
+# gated norm's and the activation jets' too) for every element type, as sm_90
+# machine code (the same sources the CPU-run tests compile against HIP-CPU:
+# tests/cuda/kernels_hip_cpu.cpp and its siblings).
 # Usage: kernels_in_library.sh LIBPLN CUOBJDUMP (the CUDA toolkit's, or the one
 # triton's wheel carries); skips (77) when CUOBJDUMP is empty or not there.
 set -euo pipefail
@@ -21,5 +22,10 @@ for kernel in gated_forward gated_backward gated_param_parts; do
   for type in float double __half __nv_bfloat16; do expect "${kernel}<${type},"; done
 done
 for accumulation in float double; do expect "param_finish<${accumulation}>"; done
+for kernel in jet_forward jet_backward; do
+  for act in Tanh Sat Relu Silu Sigmoid; do
+    for type in float double; do expect "${kernel}<.*::${act}, ${type}>"; done
+  done
+done
 [[ $missing == 0 ]] || exit 1
 echo "fused CUDA kernels in $(basename "$lib"): $(wc -l <<<"$symbols") sm_90 functions ($cuobjdump)"

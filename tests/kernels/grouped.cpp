@@ -6,3 +6,4 @@
 #include "cpu/kernels.cpp"
 #include "cpu/gated_kernels.cpp"
 #include "cpu/jet_kernels.cpp"
+#include "cpu/activation_jets.cpp"

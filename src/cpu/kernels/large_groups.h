@@ -109,18 +109,6 @@ inline void piecewise_sums(int64_t G, PieceSums sum, double (&out)[K]) {
   }
 }
 
-// f(W, j) for the features of [begin, end): whole registers of V, the rest one at a time.
-template <typename V, typename F>
-inline void for_each_register(int64_t begin, int64_t end, F f) {
-  int64_t j = begin;
-  for (; j + V::kLanes <= end; j += V::kLanes) f(V(), j);
-  for (; j < end; ++j) f(ScalarVec<typename V::Value>(), j);
-}
-template <typename V, typename F>
-inline void for_each_register(int64_t n, F f) {
-  for_each_register<V>(0, n, f);
-}
-
 // --------------------------------------------- one group, features last ---
 // The forward of a group of G contiguous features takes two sweeps, each a
 // function of a range of its features so that a split group runs them piece

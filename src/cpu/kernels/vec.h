@@ -37,7 +37,8 @@
 // Avx2Vec<float> adds the groups of 4 (quads_*), Avx512Vec<float> the
 // blocks of sixteen groups of 8 (octet_*): see there.
 //
-// Written once over these names: exp, transpose_sum, transpose_sum3 (below).
+// Written once over these names: for_each_register, exp, transpose_sum,
+// transpose_sum3, groups_in/groups_out (below).
 //
 // Arithmetic is never contracted behind the kernels' backs: the kernel
 // objects compile with -ffp-contract=off, so a result's bits are fixed by
@@ -153,6 +154,19 @@ using SmallGroupVec = ScalarVec<T>;
 
 template <typename W>
 using value_t = typename W::Value;
+
+// f(W, j) for the values j of [begin, end): whole registers of V, the rest
+// one at a time (W = ScalarVec), the same code.
+template <typename V, typename F>
+inline void for_each_register(int64_t begin, int64_t end, F f) {
+  int64_t j = begin;
+  for (; j + V::kLanes <= end; j += V::kLanes) f(V(), j);
+  for (; j < end; ++j) f(ScalarVec<typename V::Value>(), j);
+}
+template <typename V, typename F>
+inline void for_each_register(int64_t n, F f) {
+  for_each_register<V>(0, n, f);
+}
 
 // Lane l: the sum of the lanes of v[l], for l < kLanes, summed while
 // transposed: at each level, lanes of two registers are interleaved and
