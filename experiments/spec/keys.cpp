@@ -146,6 +146,13 @@ void check_elements(const std::string& what, const std::vector<int64_t>& factors
   }
 }
 
+void check_network_size(const std::string& what, int64_t layers, const std::vector<int64_t>& per_layer) {
+  int64_t product = 1;
+  bool overflow = false;
+  for (int64_t f : per_layer) overflow = overflow || f < 0 || __builtin_mul_overflow(product, f, &product);
+  check_elements(what, {layers, overflow ? std::numeric_limits<int64_t>::max() : std::max(product, kLayerOverheadElements)});
+}
+
 void check_float32_range(const std::string& key, double value) {
   if (std::abs(value) > std::numeric_limits<float>::max()) {
     throw ConfigError(fmt::format("{} ({}) is beyond the range of float32 ({}), in which the network computes", key,
@@ -256,7 +263,9 @@ Config KeyTable::defaults() const {
 }
 
 void KeyTable::apply(Config& config, const std::string& assignment) const {
-  const auto [name, text] = split_assignment(assignment);
+  // Named, not a structured binding: the lambda below captures them (C++17).
+  const auto parts = split_assignment(assignment);
+  const std::string &name = parts.first, &text = parts.second;
   const Key* key = find(name);
   if (!key) {
     std::vector<std::string> names;
