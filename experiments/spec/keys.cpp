@@ -1,5 +1,7 @@
 #include "spec/keys.h"
 
+#include "system/printable.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -107,6 +109,12 @@ void check_value(const Key& key, const Config& value) {
   }
   if (type != Type::kText) return;
   const auto text = value.get<std::string>();
+  // A configuration is written as JSON (config.json, a checkpoint), which
+  // holds UTF-8 text only, and is printed: found by fuzzing `--set`.
+  if (printable(text, true) != text) {
+    throw ConfigError(fmt::format("{} must be UTF-8 text without control characters, got '{}'", key.name,
+                                  printable(text)));
+  }
   if (!key.choices.empty() && std::find(key.choices.begin(), key.choices.end(), text) == key.choices.end()) {
     throw ConfigError(fmt::format("{} must be one of {}, got '{}'", key.name, fmt::join(key.choices, "|"), text));
   }
