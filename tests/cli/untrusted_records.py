@@ -629,18 +629,24 @@ def part_docs():
     open(secret, "w").write("SECRET-TEXT\n")
     root = repository_copy("repo")
     readme = os.path.join(root, "README.md")
+    # A grid beside the repository: a marker naming it would draw its figures
+    # into the folder beside the scratch directory (TMPDIR here).
     victim = os.path.join(WORK, "victimgrid")
-    os.makedirs(victim)
+    shutil.copytree(os.path.join(root, "results", "fourier-paper"), victim)
+    tmp = os.path.join(WORK, "tmp")
+    os.makedirs(tmp)
+    env = dict(ENV, TMPDIR=tmp)
+    before = tree(victim)
     for marker, needle in [("<!-- table results/fourier-paper ../../../secret.txt -->", "secret.txt"),
                            ("<!-- table ../victimgrid error_table.md -->", "../victimgrid"),
                            (f"<!-- table {victim} error_table.md -->", "victimgrid")]:
         open(readme, "w").write(f"# doc\n\n{marker}\nold\n<!-- end table -->\n")
         for update in ([], ["--update"]):
-            message = refused(["docs", "--root", root] + update, "README.md:3", needle, "refused")
+            message = refused(["docs", "--root", root] + update, "README.md:3", needle, "refused", env=env)
             if "SECRET-TEXT" in message or "SECRET-TEXT" in open(readme).read():
                 fail(f"pln docs {update} read a file through a marker")
-    if os.listdir(victim):
-        fail(f"pln docs wrote into a folder outside the repository: {os.listdir(victim)}")
+    if tree(victim) != before or os.listdir(tmp):
+        fail(f"pln docs wrote outside the repository: {sorted(tree(victim))[:5]}, {os.listdir(tmp)}")
     # A label from the records that would close the table and open a marker
     # naming a file outside: written as entities, two updates copy nothing.
     records = os.path.join(root, "results", "fourier-paper", "records.csv")
@@ -670,7 +676,7 @@ def part_docs():
     labels = header.index("labels")
     half = len(rows) // 2
     write_csv(os.path.join(grid, "records.csv"), header,
-              [r[:labels] + ["x/../../../../../elsewhere/escaped" if i < half else "/../../dataset"] + r[labels + 1:]
+              [r[:labels] + ["x/../../../elsewhere/escaped" if i < half else "/../../../dataset"] + r[labels + 1:]
                for i, r in enumerate(rows)])
     before = tree(WORK, skip=(figures, grid))
     rc, out, err = run(["plot", grid, "--out", figures])
