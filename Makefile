@@ -9,6 +9,9 @@
 # UndefinedBehaviorSanitizer (in build-sanitize/): the library's and the
 # experiments' tests, the CUDA kernels on the CPU, the command-line tests and
 # a smoke grid of every family through the sanitized `pln`.
+# `make test-fuzz`: the readers of files from anyone (checkpoints, JSON and
+# CSV records, --set values, the docs' table markers) fuzzed with libFuzzer
+# (clang, in build-fuzz/) for a bounded time each.
 # `make test-aarch64`: the library, its tests and `pln` cross-built for aarch64
 # Linux (in build-aarch64/) against pip's torch aarch64 wheel, and run under
 # qemu-aarch64 (scripts/aarch64-setup installs and downloads what it needs).
@@ -26,7 +29,7 @@ LIBRARY_BUILD_DIR ?= build-library
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all bootstrap configure build demo test test-library test-sanitize bench clean venv test-torch2 \
+.PHONY: all bootstrap configure build demo test test-library test-sanitize test-fuzz bench clean venv test-torch2 \
         aarch64-setup test-aarch64
 
 all: build
@@ -80,6 +83,21 @@ test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
 	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS)
 	cd $(SANITIZE_BUILD_DIR) && $(SANITIZE_ENV) \
 	  ctest --output-on-failure -j $(JOBS) -LE '$(SANITIZE_CTEST_EXCLUDE)' $(CTEST_ARGS)
+
+# libFuzzer needs clang; the readers know no torch type, so tests/fuzz is a
+# project of its own (no LibTorch). Each target runs FUZZ_SECONDS on seeds from
+# the shipped records, the docs, the tests' --set values and a smoke run's
+# checkpoint (made by the Release `pln`, built here if needed). Five targets at
+# 40 s: under four minutes in all, on one core each in turn.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 40
+$(FUZZ_BUILD_DIR)/build.ninja: | bootstrap
+	cmake -S tests/fuzz -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++
+
+test-fuzz: configure $(FUZZ_BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_cli
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS)
+	tests/fuzz/run.sh $(abspath $(FUZZ_BUILD_DIR)) $(abspath $(BUILD_DIR))/apps/pln $(abspath $(FUZZ_BUILD_DIR))/work $(FUZZ_SECONDS)
 
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target pln_bench
@@ -135,4 +153,4 @@ test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
 	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) build-pip
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) $(FUZZ_BUILD_DIR) build-pip

@@ -16,6 +16,8 @@
 #include <records/json.h>
 #include <sweep/pack.h>
 #include <records/run_state.h>
+#include <records/safetensors.h>
+#include <system/printable.h>
 #include <sweep/check_results.h>
 #include <records/statistics.h>
 #include <records/step_log.h>
@@ -271,7 +273,12 @@ TEST(Results, PackRefusesAnUnfinishedGridOrAMissingCurve) {
   fs::remove(grid / read_csv(smoke_grid() / "records.csv").rows.back()[0] / "summary.json");
   EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); }).find("the grid is unfinished (3 of 4 cells"),
             std::string::npos);
+  // Records that list a cell without its summary disagree with the finished cells.
   fs::copy_file(smoke_grid() / "records.csv", grid / "records.csv", fs::copy_options::overwrite_existing);
+  const auto last = read_csv(smoke_grid() / "records.csv").rows.back()[0];
+  EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); })
+                .find("cell '" + last + "' is listed, but"), std::string::npos);
+  fs::copy_file(smoke_grid() / last / "summary.json", grid / last / "summary.json");
   const auto input = find_experiment("fourier").figure_inputs(read_csv(grid / "records.csv")).front();
   fs::remove(grid / input);
   EXPECT_NE(error_of([&] { pack_results({grid, grid / "packed", ""}); }).find("cannot open"), std::string::npos);
@@ -504,6 +511,92 @@ TEST(Untrusted, CsvDropsAByteOrderMarkAndRefusesAHugeFile) {
   EXPECT_NE(error_of([&] { read_csv(dir / "records.csv"); }).find("records.csv: 2147483648 bytes, more than any pln"),
             std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST(Untrusted, CsvOfTinyFieldsIsRefusedWithinItsMemoryBudget) {
+  // A file of commas would take 30 times its size as a table: refused once its
+  // fields pass kCsvCellsPerByte times the file, naming the file and line.
+  const std::string commas = "a" + std::string(8 << 20, ',') + "\n";
+  EXPECT_NE(error_of([&] { parse_csv(commas, "records.csv"); }).find("records.csv: not a pln record: over"),
+            std::string::npos);
+  // A record of numbers of a few digits each is well within it.
+  std::string numbers = "x,y\n";
+  for (int i = 0; i < 200000; ++i) numbers += "1,2\n";
+  EXPECT_EQ(parse_csv(numbers, "eval.csv").rows.size(), 200000u);
+}
+
+TEST(Untrusted, PrintableEscapesControlsAndBrokenUtf8) {
+  EXPECT_EQ(printable("cell\x1b]0;owned\x07\x1b[2J"), "cell\\x1b]0;owned\\x07\\x1b[2J");
+  EXPECT_EQ(printable("a\nb\tc"), "a\\x0ab\\x09c");
+  EXPECT_EQ(printable("a\tc", true), "a\tc");
+  EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\xc2\\x9b2J");          // C1's CSI
+  EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");                 // not UTF-8
+  EXPECT_EQ(printable("PLN(4) \xc3\xa9 \xe2\x80\x94"), "PLN(4) \xc3\xa9 \xe2\x80\x94");  // UTF-8 kept
+  EXPECT_EQ(file_name_part("x/../../elsewhere"), "x_______elsewhere");
+  EXPECT_EQ(file_name_part("random"), "random");
+}
+
+// A safetensors file as pln writes it, and each way a crafted one breaks the
+// format: every field is checked and named before anything is built.
+TEST(Untrusted, SafetensorsReaderChecksEveryField) {
+  const std::string a(16, '\x01'), b(8, '\x02');
+  const std::string file = safetensors_bytes({{"a", "F32", {2, 2}, a}, {"b", "I64", {1}, b}}, {{"format", "x"}});
+  EXPECT_EQ((file.size() - 8 - 24) % 8, 0u);  // the data starts 8-byte aligned
+  const auto parsed = parse_safetensors(file, "ck");
+  ASSERT_EQ(parsed.tensors.size(), 2u);
+  EXPECT_EQ(parsed.tensors.at("a").shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(file.substr(parsed.data_start + parsed.tensors.at("b").begin, 8), b);
+  EXPECT_EQ(parsed.metadata.at("format"), "x");
+  EXPECT_NO_THROW(check_tensors(parsed, {{"a", {"F32", {2, 2}}}, {"b", {"I64", {1}}}}, "ck"));
+  EXPECT_NE(error_of([&] { check_tensors(parsed, {{"a", {"F32", {4}}}, {"b", {"I64", {1}}}}, "ck"); })
+                .find("ck: tensor 'a' is F32 [2, 2], this run's is F32 [4]"), std::string::npos);
+  EXPECT_NE(error_of([&] { check_tensors(parsed, {{"a", {"F32", {2, 2}}}}, "ck"); }).find("tensor 'b' is not one"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { check_tensors(parsed, {{"a", {"F32", {2, 2}}}, {"b", {"I64", {1}}}, {"c", {"U8", {}}}},
+                                         "ck"); }).find("tensor 'c' is missing"), std::string::npos);
+  // A header written by hand around the same 24 bytes of data.
+  const auto crafted = [&](const std::string& header, const std::string& data = std::string(24, '\0')) {
+    std::string out;
+    for (int i = 0; i < 8; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return error_of([&] { parse_safetensors(out + header + data, "ck"); });
+  };
+  const std::string b_ok = R"("b":{"dtype":"I64","shape":[1],"data_offsets":[16,24]})";
+  for (const auto& [header, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,4096]},)" + b_ok + "}", "tensor 'a': data_offsets [0, 4096]"},
+           {R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"b":{"dtype":"I64","shape":[1],"data_offsets":[8,16]}})", "overlap"},
+           {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)" + b_ok + "}", "leave a gap"},
+           {R"({"a":{"dtype":"F32","shape":[3,2],"data_offsets":[0,16]},)" + b_ok + "}", "takes 24 bytes"},
+           {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]},)" + b_ok + "}", "more than 2^64"},
+           {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,16]},)" + b_ok + "}", "shape is not a list"},
+           {R"({"a":{"dtype":"Q4","shape":[4],"data_offsets":[0,16]},)" + b_ok + "}", "tensor 'a': dtype is"},
+           {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[16,0]},)" + b_ok + "}", "not a range"},
+           {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16],"x":1},)" + b_ok + "}", "unknown field 'x'"},
+           {R"({"__metadata__":{"k":[1]},"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)" + b_ok + "}", "__metadata__.k is not a string"},
+           {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "cover 16 bytes of data, the file holds 24"},
+           {R"([1,2])", "not a JSON object"}}) {
+    const auto message = crafted(header);
+    EXPECT_NE(message.find("ck: not a safetensors file pln can read"), std::string::npos) << header << "\n" << message;
+    EXPECT_NE(message.find(why), std::string::npos) << header << "\n" << message;
+  }
+  EXPECT_NE(error_of([] { parse_safetensors(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10), "ck"); })
+                .find("over the limit"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_safetensors(std::string("\x40\0\0\0\0\0\0\0{}", 10), "ck"); })
+                .find("runs past the end of the file"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_safetensors("abc", "ck"); }).find("fewer than the 8"), std::string::npos);
+}
+
+TEST(DocTables, MarkersNamingPathsOutsideTheRepositoryAreRefused) {
+  for (const std::string marker : {"<!-- table results/pinn-cpu ../../../secret.txt -->",
+                                   "<!-- table ../../victimgrid table.md -->", "<!-- table /etc passwd -->",
+                                   "<!-- table results/./x table.md -->", "<!-- table results/x sub/table.md -->"}) {
+    const auto message = error_of([&] { parse_doc_tables("# t\n" + marker + "\nx\n<!-- end table -->\n", "README.md"); });
+    EXPECT_NE(message.find("README.md:2: the table marker names"), std::string::npos) << marker << "\n" << message;
+    EXPECT_NE(message.find("refused"), std::string::npos) << message;
+  }
+  const auto tables = parse_doc_tables("<!-- table results/fourier-paper slopes.md -->\nx\n<!-- end table -->\n", "a.md");
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].results, "results/fourier-paper");
+  EXPECT_EQ(tables[0].file, "slopes.md");
 }
 
 // ------------------------------------------------------------------- demo

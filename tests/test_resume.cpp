@@ -73,7 +73,7 @@ Config expect_resumed_equals_whole(const ResumeCase& p) {
     try {
       resumed = e.run(config, RunContext{dir / "parts", sessions > 1, c10::kCPU, 1});
     } catch (const SessionStopped&) {
-      EXPECT_TRUE(fs::exists(dir / "parts" / "checkpoint.pt"));
+      EXPECT_TRUE(fs::exists(dir / "parts" / "checkpoint.safetensors"));
     }
   }
   if (!resumed) {

@@ -60,6 +60,20 @@ TEST(Config, BadOverridesNameTheProblem) {
   EXPECT_NE(error("width").find("--set expects key=value, got 'width'"), std::string::npos);
 }
 
+// Found by fuzzing --set (tests/fuzz/set_value.cpp): text that JSON cannot
+// hold was accepted, and writing config.json then failed naming nothing.
+TEST(Config, TextThatIsNotUtf8OrHoldsControlsIsRefusedNamingTheKey) {
+  const auto keys = toy_keys();
+  for (const std::string bad : {std::string("/t\xff\xff\xff"), std::string("pln\x1b[2J"), std::string("a\0b", 3)}) {
+    Config c = keys.defaults();
+    keys.apply(c, "norm=" + bad);
+    const auto message = error_of([&] { keys.validate(c); });
+    EXPECT_NE(message.find("pinn: norm must be UTF-8 text without control characters, got '"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  }
+}
+
 TEST(Config, ValueTextRoundTrips) {
   const auto keys = toy_keys();
   for (double v : {1e-3, 3e-4, 0.1, 1.0 / 3.0, 2.5e-7}) {

@@ -186,10 +186,10 @@ TEST(VitTraining, CheckpointOfAnotherConfigurationOrCorruptIsAnError) {
   const auto resumed = vit::train_vit(moved, {dir, true});
   EXPECT_EQ(resumed["epochs_done"].get<int64_t>(), 2);
   {
-    std::ofstream(dir / "checkpoint.pt", std::ios::binary | std::ios::trunc) << "not a checkpoint";
+    std::ofstream(dir / "checkpoint.safetensors", std::ios::binary | std::ios::trunc) << "not a checkpoint";
   }
   const auto corrupt = error_of([&] { vit::train_vit(c, {dir, true}); });
-  EXPECT_NE(corrupt.find("checkpoint.pt is unreadable or corrupt"), std::string::npos) << corrupt;
+  EXPECT_NE(corrupt.find("checkpoint.safetensors: not a safetensors file pln can read"), std::string::npos) << corrupt;
   // Without --resume the run starts again and replaces the stale checkpoint.
   EXPECT_EQ(vit::train_vit(c, {dir})["epochs_done"].get<int64_t>(), 2);
   fs::remove_all(dir);
@@ -220,7 +220,7 @@ TEST(VitTraining, DivergenceKeepsTheLastFiniteParameters) {
   for (const char* key : {"test_top1", "train_acc", "final_loss", "train_eval_loss"}) {
     EXPECT_TRUE(std::isfinite(summary[key].get<double>())) << key;
   }
-  EXPECT_FALSE(fs::exists(dir / "checkpoint.pt"));  // the diverged epoch is not checkpointed
+  EXPECT_FALSE(fs::exists(dir / "checkpoint.safetensors"));  // the diverged epoch is not checkpointed
   fs::remove_all(dir);
 }
 
@@ -238,7 +238,7 @@ TEST(VitRuns, SmokeRunReportsTheContract) {
   EXPECT_GE(summary["test_top5"].get<double>(), summary["test_top1"].get<double>());
   EXPECT_GT(summary["test_top1"].get<double>(), 0.2);  // chance is 0.1
   EXPECT_EQ(read_csv(dir / "epochs.csv").rows.size(), 2u);
-  EXPECT_TRUE(fs::exists(dir / "checkpoint.pt"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint.safetensors"));
   // --resume of a finished run takes no step and reports the same figures.
   request.resume = true;
   const auto again = run_experiment(find_experiment("vit"), request);

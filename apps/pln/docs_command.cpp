@@ -28,14 +28,22 @@ void docs(const DocsArgs& args) {
   for (const auto& f : args.files) files.emplace_back(f);
   if (files.empty()) files = exp::documentation_files(root);
   if (files.empty()) throw std::runtime_error(args.root + ": no README.md or docs/*.md to check");
+  // The markers first: one that names a path out of the repository is refused
+  // before anything is drawn.
+  const auto tables = exp::find_doc_tables(files);
   std::string tmpl = (fs::temp_directory_path() / "pln-docs-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
   const fs::path scratch(tmpl);
-  const auto tables = exp::find_doc_tables(files);
+  struct RemoveScratch {
+    const fs::path& dir;
+    ~RemoveScratch() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } remove_scratch{scratch};
   const auto result = exp::sync_doc_tables(root, files, scratch, args.update, [](const fs::path& dir, const fs::path& out) {
     plot_directory(dir.string(), out.string(), /*quiet=*/true);
   });
-  fs::remove_all(scratch);
   for (const auto& doc : result.updated) fmt::print("updated {}\n", doc.string());
   if (!result.problems.empty()) {
     std::string text = fmt::format("docs: {} of {} generated table(s) do not match:", result.problems.size(), tables.size());

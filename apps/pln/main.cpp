@@ -2,14 +2,34 @@
 
 #include "commands.h"
 #include "records/file_lock.h"
+#include "system/printable.h"
 #include "system/provenance.h"
 #include "system/start_up.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string_view>
+
+namespace {
+
+// An error's message on stderr, its lines kept and each line's control
+// characters escaped: messages quote records, whose text may hold terminal
+// escape sequences.
+void report(std::string_view message) {
+  std::string text;
+  for (size_t at = 0; at <= message.size();) {
+    const size_t end = std::min(message.find('\n', at), message.size());
+    text += (at ? "\n" : "") + pln::exp::printable(message.substr(at, end - at), true);
+    at = end + 1;
+  }
+  fmt::print(stderr, "pln: {}\n", text);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // libgomp and OpenBLAS read their settings as they load, before this line:
@@ -32,15 +52,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const pln::exp::RunClaimed& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "pln: {}\n", e.what());
+    report(e.what());
     return pln::exp::kExitRunClaimed;
   } catch (const c10::Error& e) {
     std::fflush(stdout);  // the error is the last line of a log holding both streams
-    fmt::print(stderr, "pln: {}\n", e.what_without_backtrace());
+    report(e.what_without_backtrace());
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "pln: {}\n", e.what());
+    report(e.what());
     return 1;
   }
   return 0;

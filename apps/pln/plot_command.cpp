@@ -4,6 +4,7 @@
 
 #include <records/csv.h>
 #include <records/json.h>
+#include <system/atomic_file.h>
 #include <sweep/pack.h>
 #include <spec/experiment.h>
 
@@ -30,6 +31,8 @@ std::string experiment_of(const fs::path& file) {
 }
 
 bool plot_one(const fs::path& dir, const fs::path& out, bool quiet) {
+  // The figures' data go to out/plot-data: a link planted there would take them elsewhere.
+  exp::refuse_symbolic_link(out / "plot-data", "the figures' data folder");
   if (fs::exists(dir / "grid.json")) {
     const auto manifest = exp::read_json_file(dir / "grid.json");
     const auto& e = exp::find_experiment(experiment_of(dir / "grid.json"));
@@ -58,6 +61,9 @@ int plot_directory(const std::string& path, const std::string& out_path, bool qu
   const fs::path dir(path);
   const fs::path out = out_path.empty() ? dir : fs::path(out_path);
   if (!fs::is_directory(dir)) throw std::runtime_error(path + ": no such directory");
+  // Figures go beside the records only in the folder itself: through a link
+  // they would land in whatever it names.
+  if (out_path.empty()) exp::refuse_symbolic_link(dir.has_filename() ? dir : dir.parent_path(), "the folder");
   if (fs::exists(dir / "grid.json") || fs::exists(dir / "summary.json")) {
     if (!plot_one(dir, out, quiet)) throw std::runtime_error(path + ": this experiment draws no figures");
     return 1;
@@ -66,7 +72,7 @@ int plot_directory(const std::string& path, const std::string& out_path, bool qu
   // cells of a grid are drawn by the grid. Each one's figures go to the same place under `out`.
   int drawn = 0;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    if (!it->is_directory()) continue;
+    if (it->is_symlink() || !it->is_directory()) continue;  // a link in the folder is not followed
     if (fs::exists(it->path() / "grid.json") || fs::exists(it->path() / "summary.json")) {
       drawn += plot_one(it->path(), out / fs::relative(it->path(), dir), quiet) ? 1 : 0;
       it.disable_recursion_pending();

@@ -7,6 +7,7 @@
 
 #include <spec/experiment.h>
 #include <sweep/grid.h>
+#include <system/printable.h>
 #include <system/process.h>
 #include <run/run.h>
 #include <sweep/check_results.h>
@@ -103,7 +104,7 @@ void validate(const ValidateArgs& args) {
     std::vector<std::string> notes;
     const auto problems = exp::check_results(root, &notes);
     fmt::print("schema: {}: {}\n", root.string(), problems.empty() ? "ok" : fmt::format("{} problem(s)", problems.size()));
-    for (const auto& n : notes) fmt::print("  note: {}\n", n);
+    for (const auto& n : notes) fmt::print("  note: {}\n", exp::printable(n, true));
     for (const auto& p : problems) failures.push_back("schema: " + p);
   }
 

@@ -69,6 +69,7 @@ const Schema<FourierConfig>& schema() {
         // Sizes first: 2K + 1 and 10K must not overflow in the checks below.
         check_elements(fmt::format("10 training points per mode of K = {}", c.K), {10, c.K});
         check_elements("the training points x width", {c.n_train == 0 ? 10 * c.K : c.n_train, c.width});
+        check_network_size("the network (depth x width^2 parameters)", c.depth, {c.width, c.width});
         if (c.n_train != 0 && c.n_train < 2 * c.K + 1) {
           throw ConfigError(fmt::format(
               "n_train ({}) cannot resolve K = {} modes; use at least 2K + 1 = {} (0: 10 per mode)", c.n_train, c.K,

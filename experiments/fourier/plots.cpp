@@ -6,6 +6,7 @@
 #include "system/atomic_file.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
+#include "system/printable.h"
 
 #include <fmt/format.h>
 
@@ -117,12 +118,6 @@ std::vector<std::pair<std::string, std::string>> fit_cells(const Summary& s) {
   return cells;
 }
 
-std::string safe(const std::string& label) {
-  std::string out;
-  for (char c : label) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
-
 void draw_error_vs_width(const Summary& s, const fs::path& out) {
   const auto data_dir = out / "plot-data";
   fs::create_directories(data_dir);
@@ -142,7 +137,7 @@ void draw_error_vs_width(const Summary& s, const fs::path& out) {
         if (it == s.points.end()) continue;
         csv += fmt::format("{},{},{},{},{}\n", w, it->second.median, it->second.low, it->second.high, it->second.lr);
       }
-      const auto file = data_dir / fmt::format("K{}_{}.csv", K, safe(m));
+      const auto file = data_dir / fmt::format("K{}_{}.csv", K, file_name_part(m));
       write_file_atomic(file, csv);
       body += fmt::format("{}{} skip 1 using 1:2:3:4 with yerrorlines title {}", first ? "" : ", ",
                           gnuplot_quote(file.string()), gnuplot_quote(m));

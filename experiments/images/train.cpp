@@ -47,8 +47,18 @@ Schema<ImagesConfig> schema(const std::string& family, int64_t width, int64_t gr
               field(&C::seed, integer("seed", 0, "seed of the initialisation and the batch order")),
               field(&C::device, key::device()),
               field(&C::amp, key::amp())}),
-      [check](const C& c) {
+      [check, family](const C& c) {
         check_group_divides(c.block.norm, c.width, c.block.group);
+        // The largest stage's 3x3 convolutions (4 x width channels in cnn's
+        // third stage, 8 x width in vgg's fourth), depth of them in each of
+        // cnn's three stages and 13 in vgg; and the first stage's
+        // activations, a batch of 32 x 32 images of width channels.
+        const bool cnn = family == "cnn";
+        check_network_size(cnn ? "the network (3 x depth convolutions of 9 x (4 width)^2 parameters)"
+                               : "the network (13 convolutions of up to 9 x (8 width)^2 parameters)",
+                           cnn ? 3 * std::min<int64_t>(c.depth, int64_t{1} << 60) : 13,
+                           {9, cnn ? 4 : 8, c.width, cnn ? 4 : 8, c.width});
+        check_elements("batch_size x width x 32^2 (the first stage's activations)", {c.batch_size, c.width, 32 * 32});
         check_float32_range("lr", c.schedule.lr);  // the networks are float32
         check_amp(c.amp, c.device);
         if (check) check(c);

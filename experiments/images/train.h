@@ -35,7 +35,7 @@ using NetworkBuilder = std::function<torch::nn::Sequential(const BlockSpec& spec
                                                            int64_t image_size, int64_t classes)>;
 
 /// Builds the network with `config.block`, initialises it (init_scale,
-/// bias_init), trains and evaluates; writes epochs.csv and checkpoint.pt;
+/// bias_init), trains and evaluates; writes epochs.csv and checkpoint.safetensors;
 /// returns the summary. `record` is the run's config.json. `min_size` pads
 /// smaller images with zeros (VGG needs 32 x 32). `experiment` names the
 /// progress line.

@@ -97,6 +97,8 @@ const Schema<PinnConfig>& schema() {
                                         "n_boundary={} (points=deepxde draws any number of them)",
                                         c.n_boundary));
         }
+        // The network before the points: depth x width^2 parameters.
+        check_network_size("the network (depth x width^2 parameters)", c.net.depth, {width, width});
         check_elements("n_interior x width", {c.n_interior, width});
         check_elements(two_d ? "the test grid (n_test^2) x width" : "n_test x width",
                        {c.n_test, two_d ? c.n_test : 1, width});

@@ -49,13 +49,27 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
   // A spreadsheet that saves as "UTF-8 CSV" puts a byte-order mark first,
   // which would otherwise become part of the first column's name.
   const std::string_view bom = "\xEF\xBB\xBF";
-  const std::string text = raw.compare(0, bom.size(), bom) == 0 ? raw.substr(bom.size()) : raw;
+  std::string_view text = raw;
+  if (text.compare(0, bom.size(), bom) == 0) text.remove_prefix(bom.size());
+  // Each field costs a std::string (and each row a vector) beyond its bytes:
+  // a file of commas would take 30 times its size. The table is refused as
+  // soon as its fields would take more than kCsvCellsPerByte times the file.
+  const uint64_t budget = kCsvCellsPerByte * text.size() + kCsvCellsSlack;
+  uint64_t cells = 0;
   std::vector<std::vector<std::string>> lines;
   std::vector<std::string> record;
   std::string field;
   bool quoted = false, any = false;
   size_t line_no = 1, record_line = 1;
   auto end_field = [&] {
+    cells += sizeof(std::string);
+    if (cells > budget) {
+      throw std::runtime_error(fmt::format(
+          "{}: not a pln record: over {} fields by line {}, more than its {} bytes can hold as a table ({} bytes of "
+          "fields per byte of file at most)", source, cells / sizeof(std::string), line_no, text.size(),
+          kCsvCellsPerByte));
+    }
+    if (record.empty() && !lines.empty()) record.reserve(lines.front().size());
     record.push_back(std::move(field));
     field.clear();
   };
@@ -85,8 +99,9 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
       if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       if (any || !field.empty()) {
         end_field();
+        cells += sizeof(record);
         lines.push_back(std::move(record));
-        record.clear();
+        record = {};
       }
       any = false;
       record_line = ++line_no;
@@ -116,18 +131,13 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
   return table;
 }
 
-// The largest CSV file read: pln's largest record (a 2-D PINN's
-// solution.csv on a 1001 x 1001 grid) is about 60 MB; a bigger file is not a
-// record, and reading it would hold it whole in memory.
-constexpr std::uintmax_t kMaxCsvBytes = std::uintmax_t{1} << 30;
-
 CsvTable read_csv(const std::filesystem::path& path) {
   std::error_code error;
   if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxCsvBytes) {
     throw std::runtime_error(fmt::format("{}: {} bytes, more than any pln record ({} MiB at most)", path.string(), size,
                                          kMaxCsvBytes >> 20));
   }
-  return parse_csv(read_text(path), path.string());
+  return parse_csv(read_regular_file(path, kMaxCsvBytes), path.string());
 }
 
 std::string to_csv(const CsvTable& table) {

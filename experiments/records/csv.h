@@ -3,6 +3,7 @@
 // columns up by name, so files written by an older version, with fewer
 // columns, still read.
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -22,8 +23,20 @@ struct CsvTable {
   std::string get(size_t row, const std::string& name) const;
 };
 
+/// The largest CSV file read: pln's largest record (a 2-D PINN's
+/// solution.csv on a 1001 x 1001 grid) is about 60 MB; a bigger file is not a
+/// record, and reading it holds it whole in memory.
+constexpr uint64_t kMaxCsvBytes = uint64_t{256} << 20;
+/// The memory a table's fields may take beyond the text, per byte of the
+/// text, and a floor for small files: a parsed table holds at most about
+/// nine times its file (the text, then its fields). pln's records take 1 to 6
+/// bytes of fields per byte (numbers of several digits each).
+constexpr uint64_t kCsvCellsPerByte = 8;
+constexpr uint64_t kCsvCellsSlack = uint64_t{16} << 20;
+
 /// Parses CSV text; throws std::runtime_error naming `source` and the line on
-/// a row whose field count differs from the header's or an unterminated quote.
+/// a row whose field count differs from the header's, an unterminated quote,
+/// or more fields than kCsvCellsPerByte allows the text.
 CsvTable parse_csv(const std::string& text, const std::string& source);
 CsvTable read_csv(const std::filesystem::path& path);
 std::string to_csv(const CsvTable& table);

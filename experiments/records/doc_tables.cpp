@@ -1,13 +1,16 @@
 #include "records/doc_tables.h"
 
 #include "system/atomic_file.h"
+#include "system/printable.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <optional>
+#include <string_view>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -18,22 +21,64 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::regex kOpen(R"(^<!-- table (\S+) (\S+) -->$)");
-const std::regex kClose(R"(^<!-- end table -->$)");
+constexpr std::string_view kOpenStart = "<!-- table ", kMarkerEnd = " -->", kClose = "<!-- end table -->";
 
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
+std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
 
-// A generated table's lines as a block holds them: ending with a newline.
+// A marker's path, as a doc may name one: relative, in a fixed alphabet
+// (letters, digits, '.', '_', '-' and, for the folder, '/'), with no empty,
+// '.' or '..' component: a doc's marker cannot reach outside the repository.
+bool marker_path(std::string_view path, bool folder) {
+  if (path.empty() || path.front() == '/' || path.back() == '/') return false;
+  for (const char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!plain && !(folder && c == '/')) return false;
+  }
+  for (size_t at = 0; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    const auto part = path.substr(at, slash - at);
+    if (part.empty() || part == "." || part == "..") return false;
+    at = slash + 1;
+  }
+  return true;
+}
+
+// "<!-- table FOLDER FILE -->": its two words, or nullopt for any other line.
+std::optional<std::pair<std::string, std::string>> open_marker(const std::string& line) {
+  if (line.size() < kOpenStart.size() + kMarkerEnd.size() || line.compare(0, kOpenStart.size(), kOpenStart) != 0 ||
+      line.compare(line.size() - kMarkerEnd.size(), kMarkerEnd.size(), kMarkerEnd) != 0) {
+    return std::nullopt;
+  }
+  const std::string words = line.substr(kOpenStart.size(), line.size() - kOpenStart.size() - kMarkerEnd.size());
+  const size_t space = words.find(' ');
+  if (space == std::string::npos || space == 0 || space + 1 == words.size()) return std::nullopt;
+  const std::string folder = words.substr(0, space), file = words.substr(space + 1);
+  const auto blank = [](const std::string& word) {
+    return std::any_of(word.begin(), word.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  };
+  if (blank(folder) || blank(file)) return std::nullopt;
+  return std::make_pair(folder, file);
+}
+
+// A generated table's lines as a block holds them: ending with a newline, and
+// with whatever would open or close a marker (a label from a record may hold
+// "<!-- end table -->") written as Markdown's entities, which render the same.
 std::string table_text(const fs::path& path) {
   std::string s = read_text(path);
   if (!s.empty() && s.back() != '\n') s += '\n';
-  return s;
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 4, "<!--") == 0) out += "&lt;!--", i += 3;
+    else if (s.compare(i, 3, "-->") == 0) out += "--&gt;", i += 2;
+    else out += s[i];
+  }
+  return out;
 }
 
 struct Block {
@@ -41,21 +86,26 @@ struct Block {
   size_t first = 0, end = 0;  // 0-based lines of the content: [first, end); `end` is the closing marker
 };
 
-std::vector<Block> blocks_of(const fs::path& doc) {
-  const auto lines = read_lines(doc);
+std::vector<Block> blocks_in(const std::vector<std::string>& lines, const fs::path& doc) {
   std::vector<Block> blocks;
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::smatch m;
-    if (!std::regex_match(lines[i], m, kOpen)) {
-      if (std::regex_match(lines[i], kClose)) {
+    const auto marker = open_marker(lines[i]);
+    if (!marker) {
+      if (lines[i] == kClose) {
         throw std::runtime_error(fmt::format("{}:{}: '<!-- end table -->' without an opening marker", doc.string(), i + 1));
       }
       continue;
     }
-    Block b{{doc, i + 1, m[1].str(), m[2].str()}, i + 1, 0};
+    if (!marker_path(marker->first, true) || !marker_path(marker->second, false)) {
+      throw std::runtime_error(fmt::format(
+          "{}:{}: the table marker names '{}' '{}': a folder under the repository and a file in it, in letters, "
+          "digits, '.', '_', '-' (and '/' between the folder's parts), without '..'; refused",
+          doc.string(), i + 1, printable(marker->first), printable(marker->second)));
+    }
+    Block b{{doc, i + 1, marker->first, marker->second}, i + 1, 0};
     size_t j = i + 1;
-    while (j < lines.size() && !std::regex_match(lines[j], kClose)) {
-      if (std::regex_match(lines[j], kOpen)) {
+    while (j < lines.size() && lines[j] != kClose) {
+      if (open_marker(lines[j])) {
         throw std::runtime_error(fmt::format("{}:{}: a table marker inside the table opened at line {}", doc.string(), j + 1, i + 1));
       }
       ++j;
@@ -69,6 +119,8 @@ std::vector<Block> blocks_of(const fs::path& doc) {
   }
   return blocks;
 }
+
+std::vector<Block> blocks_of(const fs::path& doc) { return blocks_in(lines_of(read_text(doc)), doc); }
 
 std::string joined(const std::vector<std::string>& lines, size_t first, size_t end) {
   std::string text;
@@ -91,6 +143,12 @@ std::string first_difference(const std::string& doc, const std::string& generate
 }
 
 }  // namespace
+
+std::vector<DocTable> parse_doc_tables(const std::string& text, const fs::path& doc) {
+  std::vector<DocTable> tables;
+  for (const auto& b : blocks_in(lines_of(text), doc)) tables.push_back(b.table);
+  return tables;
+}
 
 std::vector<DocTable> find_doc_tables(const std::vector<fs::path>& docs) {
   std::vector<DocTable> tables;
@@ -121,20 +179,22 @@ DocSync sync_doc_tables(const fs::path& root, const std::vector<fs::path>& docs,
   std::map<std::string, std::string> drawn;  // results folder -> "" or why it could not be drawn
   for (const auto& t : find_doc_tables(docs)) {
     if (drawn.count(t.results)) continue;
-    if (!fs::is_directory(root / t.results)) {
-      drawn[t.results] = "no such results folder";
-      continue;
-    }
     try {
-      plot(root / t.results, scratch / t.results);
+      // A symbolic link on the way must not lead out of the repository either.
+      const fs::path folder = path_inside(root, t.results, fmt::format("{}:{}", t.doc.string(), t.line));
+      if (!fs::is_directory(folder)) {
+        drawn[t.results] = "no such results folder";
+        continue;
+      }
+      plot(folder, scratch / t.results);
       drawn[t.results] = "";
     } catch (const std::exception& e) {
       drawn[t.results] = e.what();
     }
   }
   for (const auto& doc : docs) {
-    auto lines = read_lines(doc);
-    const auto blocks = blocks_of(doc);
+    auto lines = lines_of(read_text(doc));
+    const auto blocks = blocks_in(lines, doc);
     bool changed = false;
     // Back to front, so that replacing a block keeps the earlier blocks' line numbers.
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {

@@ -24,6 +24,13 @@ struct DocTable {
   std::string file;           ///< the generated file within it
 };
 
+/// Every marked table of Markdown `text` (from `doc`, for the messages).
+/// Throws std::runtime_error naming the doc and line for an unclosed or nested
+/// table, a closing marker alone, or a marker whose folder or file is not a
+/// plain relative path (absolute, '..', a character outside letters, digits
+/// and ._-/): a marker never names a file outside the repository.
+std::vector<DocTable> parse_doc_tables(const std::string& text, const std::filesystem::path& doc);
+
 /// Every marked table of the Markdown files given (paths as given).
 std::vector<DocTable> find_doc_tables(const std::vector<std::filesystem::path>& docs);
 

@@ -17,7 +17,11 @@ namespace {
 
 int open_lock_file(const std::filesystem::path& path) {
   std::filesystem::create_directories(path.parent_path());
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    throw std::runtime_error("lock file " + path.string() + " is a symbolic link; refused (pln follows none inside a "
+                             "run or grid directory)");
+  }
   if (fd < 0) throw std::runtime_error("cannot open lock file " + path.string() + ": " + std::strerror(errno));
   return fd;
 }

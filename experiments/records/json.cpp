@@ -1,5 +1,7 @@
 #include "records/json.h"
 
+#include "system/atomic_file.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -37,19 +39,16 @@ Config parse_json_text(const std::string& text, const std::string& source) {
 
 Config read_json_file(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw std::runtime_error(std::filesystem::exists(path, error) ? path.string() + ": not a regular file"
-                                                                   : "cannot open " + path.string());
-  }
   if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxJsonBytes) {
     throw std::runtime_error(fmt::format("{}: {} bytes, more than any pln record ({} MiB at most)", path.string(),
                                          size, kMaxJsonBytes >> 20));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_json_text(text.str(), path.string());
+  Config record = parse_json_text(read_regular_file(path, kMaxJsonBytes), path.string());
+  if (!record.is_object()) {
+    throw std::runtime_error(fmt::format("{}: not a pln record: a JSON object expected, the file holds {}",
+                                         path.string(), record.type_name()));
+  }
+  return record;
 }
 
 Config non_finite_as_text(const Config& value) {

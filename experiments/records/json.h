@@ -24,9 +24,10 @@ constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{64} << 20;
 /// when it is not JSON or nests deeper than kMaxJsonDepth.
 Config parse_json_text(const std::string& text, const std::string& source);
 
-/// A JSON file's content; throws std::runtime_error naming the file when it
-/// cannot be read, is larger than kMaxJsonBytes, is not JSON or nests deeper
-/// than kMaxJsonDepth.
+/// A JSON record's content (every pln record is an object); throws
+/// std::runtime_error naming the file when it cannot be read, is a symbolic
+/// link or not a regular file, is larger than kMaxJsonBytes, is not JSON,
+/// nests deeper than kMaxJsonDepth or is not an object.
 Config read_json_file(const std::filesystem::path& path);
 
 /// `value` with every number that is not finite, at any depth, replaced by the

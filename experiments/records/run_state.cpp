@@ -3,6 +3,7 @@
 #include "system/atomic_file.h"
 #include "records/json.h"
 #include "spec/config.h"
+#include "system/printable.h"
 #include "system/process.h"
 
 #include <fmt/format.h>
@@ -65,7 +66,9 @@ CellStatus cell_status(const fs::path& run_dir, bool finished) {
       const auto marker = read_json_file(run_dir / kMarker);
       const auto host = marker.at("host").get<std::string>();
       const long pid = marker.at("pid").get<long>();
-      const auto detail = fmt::format("on {}, pid {}, since {}", host, pid, marker.at("started").get<std::string>());
+      // running.json may come from anyone: its text is printed escaped.
+      const auto detail = fmt::format("on {}, pid {}, since {}", printable(host), pid,
+                                      printable(marker.at("started").get<std::string>()));
       if (host != this_host()) return {CellState::kRunning, detail};
       if (runs_here(pid, run_dir)) return {CellState::kRunning, detail};
       return {CellState::kPending, "interrupted (its process " + std::to_string(pid) + " is gone)"};
@@ -74,7 +77,7 @@ CellStatus cell_status(const fs::path& run_dir, bool finished) {
     }
   }
   const auto log = run_dir / "run.log";
-  if (fs::exists(log) && fs::file_size(log) > 0) return {CellState::kFailed, last_line(log)};
+  if (fs::exists(log) && fs::file_size(log) > 0) return {CellState::kFailed, printable(last_line(log), true)};
   return {CellState::kPending, ""};
 }
 

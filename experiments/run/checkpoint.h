@@ -1,7 +1,12 @@
 #pragma once
 // A training checkpoint: the network, the optimiser's state, the random
 // generators' states, the loop's counters and every CSV log written so far,
-// with the configuration that produced them. Written atomically, so a run
+// with the configuration that produced them. A safetensors file
+// (records/safetensors.h): the tensors by name ("model.NAME" as in the
+// network's state_dict, "optimizer.NAME.exp_avg", "last_finite.NAME"), and in
+// its metadata the configuration and the training state as JSON. Reading one
+// checks every field against this run before anything is built from it; the
+// pickled checkpoint.pt of earlier versions is never loaded. Written atomically, so a run
 // killed at any moment resumes from its last checkpoint and, on the same
 // machine and thread count, ends with the same records as a run never
 // interrupted. Every family's training loop keeps one (`--resume`).
@@ -30,7 +35,7 @@ struct TrainingState {
   std::map<std::string, CsvTable> logs;   ///< the rows of each log so far, by its file name
 };
 
-/// The checkpoint of one run, `checkpoint.pt` in its directory:
+/// The checkpoint of one run, `checkpoint.safetensors` in its directory:
 ///
 ///   DivergenceGuard guard("name");
 ///   Checkpointer checkpoints(context, config, *net, optimizer, guard);
@@ -48,9 +53,11 @@ class Checkpointer {
   /// With --resume and a checkpoint: loads it into everything (printing from
   /// which step) and returns true. Otherwise removes any checkpoint, so that
   /// another configuration's is never resumed later, and returns false.
-  /// Throws std::runtime_error naming the file when it is unreadable or
-  /// corrupt, or was written with another configuration (naming the keys that
-  /// differ; the device and checkpoint_every may differ).
+  /// Throws std::runtime_error naming the file and the field when it is
+  /// unreadable or corrupt, or does not match this run's tensors, optimiser or
+  /// sizes, or was written with another configuration (naming the keys that
+  /// differ; the device and checkpoint_every may differ); and, with --resume,
+  /// when the directory holds only an earlier version's checkpoint.pt.
   bool resume(TrainingState& state);
   /// Writes the checkpoint; throws SessionStopped when it is the session's
   /// `stop_after_checkpoints`-th.

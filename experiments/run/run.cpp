@@ -70,6 +70,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The file pln writes into .replaced before it moves a finished run there:
+// a .replaced folder without it (one copied or planted) is not pln's, and is
+// neither taken for a finished run nor deleted.
+constexpr const char* kSetAsideMarker = ".pln-set-aside";
+
+bool set_aside_by_pln(const fs::path& aside) {
+  std::error_code error;
+  return fs::symlink_status(aside, error).type() == fs::file_type::directory &&
+         fs::symlink_status(aside / kSetAsideMarker, error).type() == fs::file_type::regular;
+}
+
 // Files a run's directory holds that belong to the run now starting, not to
 // the finished one it replaces: the claim, and the log its launcher opened.
 bool belongs_to_this_run(const fs::path& name) {
@@ -135,11 +146,12 @@ RunDirectory take_run_directory(const fs::path& out, const std::string& experime
   // A run killed while writing a record leaves its temporary file behind.
   remove_stale_temporaries(out);
   const fs::path aside = out / ".replaced";
+  const bool aside_is_ours = set_aside_by_pln(aside);
   // The finished run here: in the directory, or set aside by a replacement
   // that was stopped before it finished.
-  const fs::path finished = fs::exists(out / "summary.json")     ? out
-                            : fs::exists(aside / "summary.json") ? aside
-                                                                 : fs::path();
+  const fs::path finished = fs::exists(out / "summary.json")                      ? out
+                            : aside_is_ours && fs::exists(aside / "summary.json") ? aside
+                                                                                  : fs::path();
   if (finished.empty()) return dir;
   std::vector<std::string> differences;
   try {
@@ -168,8 +180,17 @@ RunDirectory take_run_directory(const fs::path& out, const std::string& experime
   // The finished run waits aside, whole, until the new one is: a run that
   // fails or is stopped leaves it there, and the directory does not look
   // finished while the new run writes into it.
-  fs::remove_all(aside);
+  std::error_code error;
+  if (fs::symlink_status(aside, error).type() != fs::file_type::not_found) {
+    if (!aside_is_ours) {
+      throw std::invalid_argument(fmt::format(
+          "{} exists and was not written by pln (no {} in it); it is left as it is: move it away to replace the "
+          "finished run in {}", aside.string(), kSetAsideMarker, out.string()));
+    }
+    fs::remove_all(aside);
+  }
   fs::create_directory(aside);
+  write_file_atomic(aside / kSetAsideMarker, fmt::format("{{\"set_aside_from\": {}}}\n", Config(out.string()).dump()));
   size_t moved = 0;
   for (const auto& entry : fs::directory_iterator(out)) {
     if (belongs_to_this_run(entry.path().filename())) continue;

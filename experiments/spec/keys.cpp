@@ -1,5 +1,7 @@
 #include "spec/keys.h"
 
+#include "system/printable.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -107,6 +109,12 @@ void check_value(const Key& key, const Config& value) {
   }
   if (type != Type::kText) return;
   const auto text = value.get<std::string>();
+  // A configuration is written as JSON (config.json, a checkpoint), which
+  // holds UTF-8 text only, and is printed: found by fuzzing `--set`.
+  if (printable(text, true) != text) {
+    throw ConfigError(fmt::format("{} must be UTF-8 text without control characters, got '{}'", key.name,
+                                  printable(text)));
+  }
   if (!key.choices.empty() && std::find(key.choices.begin(), key.choices.end(), text) == key.choices.end()) {
     throw ConfigError(fmt::format("{} must be one of {}, got '{}'", key.name, fmt::join(key.choices, "|"), text));
   }
@@ -144,6 +152,13 @@ void check_elements(const std::string& what, const std::vector<int64_t>& factors
                                   overflow ? std::string("more than 2^63") : std::to_string(product),
                                   g_element_ceiling));
   }
+}
+
+void check_network_size(const std::string& what, int64_t layers, const std::vector<int64_t>& per_layer) {
+  int64_t product = 1;
+  bool overflow = false;
+  for (int64_t f : per_layer) overflow = overflow || f < 0 || __builtin_mul_overflow(product, f, &product);
+  check_elements(what, {layers, overflow ? std::numeric_limits<int64_t>::max() : std::max(product, kLayerOverheadElements)});
 }
 
 void check_float32_range(const std::string& key, double value) {
@@ -256,7 +271,9 @@ Config KeyTable::defaults() const {
 }
 
 void KeyTable::apply(Config& config, const std::string& assignment) const {
-  const auto [name, text] = split_assignment(assignment);
+  // Named, not a structured binding: the lambda below captures them (C++17).
+  const auto parts = split_assignment(assignment);
+  const std::string &name = parts.first, &text = parts.second;
   const Key* key = find(name);
   if (!key) {
     std::vector<std::string> names;

@@ -121,6 +121,17 @@ void set_element_ceiling(int64_t ceiling);
 /// product of `factors` overflows 64 bits or exceeds element_ceiling().
 void check_elements(const std::string& what, const std::vector<int64_t>& factors);
 
+/// What one layer costs at least, counted in elements against the ceiling:
+/// a module's bookkeeping (its names, holders and autograd nodes, a few KiB),
+/// so that a million layers of one feature are refused as surely as one
+/// layer of a million squared.
+constexpr int64_t kLayerOverheadElements = 1024;
+
+/// Throws ConfigError naming `what` (e.g. "the network (depth x width^2)")
+/// when `layers` layers of the product of `per_layer` parameters each (at
+/// least kLayerOverheadElements each) exceed element_ceiling() or overflow.
+void check_network_size(const std::string& what, int64_t layers, const std::vector<int64_t>& per_layer);
+
 /// Throws ConfigError naming `key` when its `value` is beyond float32's range:
 /// the optimisers multiply a learning rate into float32 parameters, where a
 /// larger one would fail mid-run in LibTorch, naming no key. For the keys of

@@ -264,6 +264,8 @@ Sweep prepare_sweep(const Experiment& experiment, const std::string& grid, const
 
   size_t elsewhere = 0;
   for (const auto& cell : sweep.cells) {
+    // A cell planted as a link would read and run the cell elsewhere.
+    refuse_symbolic_link(sweep.out / cell.id, "cell");
     if (cell_done(*sweep.spec, cell, sweep.out)) continue;
     // A cell another process is running (a second grid, a Slurm task) is left to it.
     if (cell_status(sweep.out / cell.id, false).state == CellState::kRunning) {

@@ -2,6 +2,7 @@
 
 #include "records/file_lock.h"
 #include "sweep/gpu_slots.h"
+#include "system/atomic_file.h"
 #include "system/process.h"
 
 #include <fmt/format.h>
@@ -118,6 +119,7 @@ int launch_local(const Sweep& sweep, int jobs) {
       // The cell is claimed here and the claim handed to its worker, so that
       // another grid on this directory neither runs it at the same time nor
       // again once it is done; its own run.log is not touched.
+      refuse_symbolic_link(out / cell->id, "cell");
       auto claim = FileLock::try_take(claim_file(out / cell->id));
       if (!claim || sweep.is_done(*cell)) {
         ++finished;

@@ -7,6 +7,7 @@
 #include "system/provenance.h"
 #include "spec/experiment.h"
 #include "sweep/cells.h"
+#include "system/printable.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -51,13 +53,19 @@ std::vector<std::string> record_cells(const Config& manifest, const CsvTable& re
     throw std::runtime_error((grid / "grid.json").string() + ": malformed: " + e.what());
   }
   std::vector<std::string> cells;
+  std::map<std::string, size_t> row_of;
   for (size_t r = 0; r < records.rows.size(); ++r) {
     const auto cell = records.get(r, "cell");
     // A cell is one directory of the grid, never a path elsewhere.
     path_inside(grid, cell, fmt::format("{}: row {}", records_path, r + 1));
     if (fs::path(cell).has_parent_path() || !ids.count(cell)) {
       throw std::runtime_error(fmt::format("{}: row {} names no cell of grid.json ('{}')", records_path, r + 1,
-                                           fs::path(cell).filename().string()));
+                                           printable(fs::path(cell).filename().string())));
+    }
+    // One row per cell: a cell listed twice stands in for one left out.
+    if (const auto [first, fresh] = row_of.emplace(cell, r + 1); !fresh) {
+      throw std::runtime_error(fmt::format("{}: rows {} and {} both name cell '{}'", records_path, first->second,
+                                           r + 1, cell));
     }
     cells.push_back(cell);
   }
@@ -66,6 +74,11 @@ std::vector<std::string> record_cells(const Config& manifest, const CsvTable& re
 
 uintmax_t pack_results(const PackRequest& request) {
   const fs::path& grid = request.grid;
+  // Provenance is JSON, which holds UTF-8 text only: checked before anything is written.
+  if (printable(request.revision) != request.revision) {
+    throw std::invalid_argument(fmt::format("--revision '{}' holds a control character or is not UTF-8 text",
+                                            printable(request.revision)));
+  }
   // The destination as a name beside its parent: "DEST/" and "DEST" are one folder.
   refuse_control_characters(request.dest, "the destination");
   fs::path dest = fs::absolute(request.dest).lexically_normal();
@@ -110,6 +123,11 @@ uintmax_t pack_results(const PackRequest& request) {
   }
   std::vector<Config> configs;
   for (const auto& cell : record_cells(manifest, records, grid)) {
+    if (!fs::exists(grid / cell / "summary.json")) {
+      throw std::runtime_error(fmt::format("{}: cell '{}' is listed, but {} has no summary.json: the records "
+                                           "disagree with the finished cells", (grid / "records.csv").string(), cell,
+                                           (grid / cell).string()));
+    }
     configs.push_back(read_json_file(grid / cell / "config.json"));
   }
 
@@ -120,6 +138,14 @@ uintmax_t pack_results(const PackRequest& request) {
   staging += ".packing";
   fs::remove_all(staging);
   fs::create_directories(staging);
+  // A pack that fails leaves nothing beside the destination.
+  struct RemoveUnlessSwapped {
+    const fs::path& staging;
+    ~RemoveUnlessSwapped() {
+      std::error_code ignored;
+      fs::remove_all(staging, ignored);
+    }
+  } remove_staging{staging};
   write_file_atomic(staging / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
   write_file_atomic(staging / "records.csv", to_csv(records));
   std::vector<std::string> inputs;

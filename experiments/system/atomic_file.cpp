@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace pln::exp {
 
@@ -22,7 +23,7 @@ namespace {
 void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   std::filesystem::create_directories(dir);
-  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
+  std::string tmpl = (dir / (kTemporaryPrefix + path.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) fail("cannot create a temporary file for", path);
   // mkstemp makes the file private (0600); results get the usual mode under the umask.
@@ -64,6 +65,48 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) throw std::runtime_error(path.string() + ": a symbolic link, not a file pln wrote; refused");
+    fail("cannot open", path);
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    fail("cannot read", path);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error(path.string() + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(info.st_size) > max_bytes) {
+    ::close(fd);
+    throw std::runtime_error(path.string() + ": " + std::to_string(info.st_size) + " bytes, more than the " +
+                             std::to_string(max_bytes) + " it can hold");
+  }
+  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);  // a file that shrank while read is read as it now is
+  return bytes;
+}
+
+void refuse_symbolic_link(const std::filesystem::path& path, const std::string& what) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    throw std::runtime_error(what + " " + path.string() +
+                             " is a symbolic link; pln follows none inside a run or grid directory, so that nothing "
+                             "is read or written elsewhere through one: refused");
+  }
+}
+
 void refuse_control_characters(const std::filesystem::path& path, const std::string& what) {
   for (char c : path.string()) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
@@ -76,8 +119,11 @@ void remove_stale_temporaries(const std::filesystem::path& dir) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const auto name = entry.path().filename().string();
-    // ".<target>.XXXXXX", as write_file_atomic names them (mkstemp's six characters).
-    if (name.size() > 8 && name[0] == '.' && name[name.size() - 7] == '.' && entry.is_regular_file(error)) {
+    // ".pln-tmp.<target>.XXXXXX", as write_file_atomic names them (mkstemp's
+    // six characters), and a regular file: nothing else is pln's to remove.
+    const size_t prefix = std::string_view(kTemporaryPrefix).size();
+    if (name.size() > prefix + 7 && name.compare(0, prefix, kTemporaryPrefix) == 0 && name[name.size() - 7] == '.' &&
+        entry.symlink_status(error).type() == std::filesystem::file_type::regular) {
       std::filesystem::remove(entry.path(), error);
     }
   }

@@ -3,6 +3,7 @@
 // temporary file in the target's directory, is flushed, then renamed over the
 // target), and reading one back.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -16,14 +17,30 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 /// be opened or is not a regular file (a directory, a FIFO that would block).
 std::string read_text(const std::filesystem::path& path);
 
+/// The bytes of the regular file `path`, opened without following a symbolic
+/// link in its last component and without blocking on a FIFO; throws
+/// std::runtime_error naming the path when it is a link, not a regular file,
+/// larger than `max_bytes` (checked before anything is read) or unreadable.
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes);
+
+/// Throws std::runtime_error naming `what` and `path` when `path` itself is a
+/// symbolic link (one planted in a run or grid directory would send what pln
+/// writes there elsewhere).
+void refuse_symbolic_link(const std::filesystem::path& path, const std::string& what);
+
 /// Throws std::invalid_argument naming `what` when `path` holds a control
 /// character (a newline in --out would split the lines of grid.slurm and
 /// cells.txt, and of every record that names the path).
 void refuse_control_characters(const std::filesystem::path& path, const std::string& what);
 
+/// The prefix of write_file_atomic's temporary files: pln's own, so that
+/// clearing them never touches a user's dot file.
+inline constexpr const char* kTemporaryPrefix = ".pln-tmp.";
+
 /// Removes the temporary files write_file_atomic leaves in `dir` when its
-/// process is killed between creating and renaming one (`.NAME.XXXXXX`);
-/// call it only while holding the directory (its run's claim).
+/// process is killed between creating and renaming one
+/// (`.pln-tmp.NAME.XXXXXX`, regular files only); call it only while holding
+/// the directory (its run's claim).
 void remove_stale_temporaries(const std::filesystem::path& dir);
 
 /// `root / relative` for a relative path read from a record (a cell's name, a

@@ -17,7 +17,13 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
             const std::vector<std::pair<std::string, std::string>>& environment, int inherited) {
   if (argv.empty()) throw std::invalid_argument("spawn: empty command");
   std::filesystem::create_directories(log.has_parent_path() ? log.parent_path() : ".");
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Never through a symbolic link planted in its place: truncating one
+  // would empty whatever file it names.
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    throw std::runtime_error("log " + log.string() + " is a symbolic link; refused (pln follows none inside a run or "
+                             "grid directory)");
+  }
   if (fd < 0) {
     throw std::runtime_error("cannot open log " + log.string() + ": " + std::strerror(errno));
   }

@@ -55,7 +55,7 @@ struct ClassifierResult {
 };
 
 /// Trains `network` (whose forward is `forward`, on `context.device`) on
-/// `data`; writes epochs.csv, and checkpoint.pt after every epoch, into the
+/// `data`; writes epochs.csv, and checkpoint.safetensors after every epoch, into the
 /// run directory; with `context.resume`, continues from that checkpoint.
 /// `config` is the run's record, which the checkpoint keeps.
 ClassifierResult train_classifier(const ClassifierTraining& training, const Config& config,

@@ -6,12 +6,14 @@
 #include "system/atomic_file.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
+#include "system/printable.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace pln::exp::vit {
@@ -77,6 +79,7 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& ou
   fs::create_directories(data_dir);
   std::string md = "Accuracy against the group size g of PLN(g) at every norm site; g = C is LN. Median over "
                    "seeds, with the range.\n";
+  std::set<std::string> file_names;
   for (const auto& [labels, sweep] : sweeps) {
     const bool random = labels == "random";
     const std::string metric = random ? "final training accuracy (fixed random labels)" : "best test top-1 accuracy";
@@ -94,7 +97,11 @@ void plot_group_sweep(const fs::path& dir, const CsvTable& t, const fs::path& ou
       md += fmt::format("| C (LN) | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", ln.cells, ln.median, ln.low, ln.high,
                         spread(sweep.ln_top5).median);
     }
-    const auto file = data_dir / fmt::format("group_sweep_{}.csv", labels);
+    // The label set comes from the records: its file name is in a fixed
+    // alphabet, numbered when two label sets come to the same one.
+    std::string name = "group_sweep_" + file_name_part(labels);
+    while (!file_names.insert(name).second) name += fmt::format("_{}", file_names.size());
+    const auto file = data_dir / (name + ".csv");
     write_file_atomic(file, csv);
     std::vector<double> groups;
     for (const auto& entry : sweep.by_group) groups.push_back(double(entry.first));

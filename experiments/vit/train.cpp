@@ -80,7 +80,16 @@ const Schema<VitConfig>& schema() {
         // patch against the data set's image side, before anything is written
         // or loaded (the data sets pln reads have a fixed side each).
         const int64_t side = c.images.data == "cifar10" ? 32 : 28;
-        (void)network_options(c, 1, side, 10);
+        const ViTOptions o = network_options(c, 1, side, 10);
+        // Each block's attention (4 width^2) and MLP (2 mlp_ratio width^2);
+        // its largest activations, the MLP's hidden features and the
+        // attention's scores, over a batch of every patch and the class token.
+        const int64_t tokens = (side / o.patch) * (side / o.patch) + 1;
+        check_network_size("the network (blocks x (4 + 2 mlp_ratio) x width^2 parameters)", o.blocks,
+                           {4 + 2 * std::min<int64_t>(o.mlp_ratio, int64_t{1} << 32), o.width, o.width});
+        check_elements("batch_size x tokens x width x mlp_ratio (the MLP's activations)",
+                       {c.batch_size, tokens, o.width, o.mlp_ratio});
+        check_elements("batch_size x heads x tokens^2 (the attention's scores)", {c.batch_size, o.heads, tokens, tokens});
         check_float32_range("lr", c.schedule.lr);  // the network is float32
         check_amp(c.amp, c.device);
       });

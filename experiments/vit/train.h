@@ -34,7 +34,7 @@ const Schema<VitConfig>& schema();
 /// size's). Throws std::invalid_argument, "vit: ...", when they do not fit.
 ViTOptions network_options(const VitConfig& config, int64_t channels, int64_t size, int64_t classes);
 
-/// Trains and evaluates; writes epochs.csv and checkpoint.pt into the run
+/// Trains and evaluates; writes epochs.csv and checkpoint.safetensors into the run
 /// directory (`record` is its config.json); returns the summary.
 Config train_vit(const Config& record, const RunContext& context);
 

@@ -19,16 +19,16 @@ run=("$pln" "$family" --preset smoke --threads 1 "$@")
 setsid "${run[@]}" --out "$dir/killed" > "$dir/killed.log" 2>&1 &
 pid=$!
 for _ in $(seq 1200); do
-  [ -f "$dir/killed/checkpoint.pt" ] && break
+  [ -f "$dir/killed/checkpoint.safetensors" ] && break
   sleep 0.05
 done
 kill -KILL -- "-$pid" 2> /dev/null || true
 wait "$pid" 2> /dev/null || true
-[ -f "$dir/killed/checkpoint.pt" ] || { echo "no checkpoint before the kill"; cat "$dir/killed.log"; exit 1; }
+[ -f "$dir/killed/checkpoint.safetensors" ] || { echo "no checkpoint before the kill"; cat "$dir/killed.log"; exit 1; }
 [ ! -f "$dir/killed/summary.json" ] || { echo "the run finished before it could be killed"; exit 1; }
 
 "${run[@]}" --out "$dir/killed" --resume > "$dir/resumed.log" 2>&1
-grep -E "resumed from .*checkpoint.pt after step [0-9]+" "$dir/resumed.log"
+grep -E "resumed from .*checkpoint.safetensors after step [0-9]+" "$dir/resumed.log"
 /usr/bin/python3 - "$dir/whole/summary.json" "$dir/killed/summary.json" "$keys" <<'PY'
 import json, sys
 whole, resumed = (json.load(open(p)) for p in sys.argv[1:3])

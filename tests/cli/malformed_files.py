@@ -118,7 +118,7 @@ def csv_shape(data, rng):
 
 MUTATIONS = {".json": [flip_bytes, truncate, json_field, json_field],
              ".csv": [flip_bytes, truncate, csv_shape, csv_shape],
-             ".pt": [flip_bytes, truncate]}
+             ".safetensors": [flip_bytes, truncate]}
 
 
 # ---------------------------------------------------------------- checks ---
@@ -173,8 +173,8 @@ def main():
         ("packed/records.csv", ["validate_packed", "plot_packed"]),
         ("packed/grid.json", ["validate_packed", "plot_packed"]),
     ]
-    if os.path.exists(os.path.join(stopped, "checkpoint.pt")):
-        targets.append(("stopped/checkpoint.pt", ["resume"]))
+    if os.path.exists(os.path.join(stopped, "checkpoint.safetensors")):
+        targets.append(("stopped/checkpoint.safetensors", ["resume"]))
     rng = random.Random(args.seed)
     copy = os.path.join(work, "copy")
     runs = 0

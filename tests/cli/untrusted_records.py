@@ -11,6 +11,14 @@ or a finished result lost. One part at a time (a CTest test each):
   bombs    nesting, size and decompression bombs; sizes and thread counts
   owners   concurrent pack and demo, finished runs replaced, caches checked
   signals  a grid stopped by a signal to its own process stops its workers
+  checkpoints  crafted checkpoints refused by name before anything is built
+               from them; an earlier version's pickled checkpoint never loaded
+  links    symbolic links planted in grids and runs refused; files pln did not
+           write (dot files, a planted .replaced) never deleted
+  docs     table markers and labels that would reach outside the repository
+  limits   networks, CSV files and counts whose size would exhaust memory
+  output   escape sequences in records printed escaped; packs and errors that
+           name the file and the field
 
 usage: python3 untrusted_records.py PLN WORKDIR PART
 """
@@ -19,6 +27,8 @@ import gzip
 import hashlib
 import json
 import os
+import resource
+import struct
 import shutil
 import signal
 import subprocess
@@ -264,27 +274,15 @@ def part_bombs():
     refused(["cnn", "--preset", "smoke", "--threads", "1", "--set", "data=cifar10", f"data_dir={data}",
              "--out", os.path.join(WORK, "bomb_run")], "data_batch_1.bin", "inflates to more than 256 MiB")
 
-    # A checkpoint with a deflate bomb, and a FIFO in a checkpoint's place.
+    # A FIFO in a checkpoint's place.
     stopped = os.path.join(WORK, "stopped")
     run_args = ["pinn", "--preset", "smoke", "--threads", "1", "--set", "checkpoint_every=10"]
     must(run_args + ["--out", stopped])
     os.remove(os.path.join(stopped, "summary.json"))  # as a run stopped after its checkpoint
-    checkpoint = os.path.join(stopped, "checkpoint.pt")
-    with zipfile.ZipFile(checkpoint) as z:
-        entries = [(i, z.read(i)) for i in z.infolist()]
-    # Its data.pkl deflated from 100 MiB: a few hundred KiB on disk.
-    with zipfile.ZipFile(checkpoint, "w") as z:
-        for info, content in entries:
-            if info.filename.endswith("/data.pkl"):
-                z.writestr(info.filename, bytes(100 << 20), compress_type=zipfile.ZIP_DEFLATED)
-            else:
-                z.writestr(info, content)
-    if os.path.getsize(checkpoint) > 4 << 20:
-        fail("the crafted checkpoint is not small")
-    refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "would inflate to more than 64 MiB")
+    checkpoint = os.path.join(stopped, "checkpoint.safetensors")
     os.remove(checkpoint)
     os.mkfifo(checkpoint)
-    refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "not a regular file", timeout=120)
+    refused(run_args + ["--resume", "--out", stopped], "checkpoint.safetensors", "not a regular file", timeout=120)
     print("bombs: nesting, sizes, threads and decompression refused by name")
 
 
@@ -344,7 +342,7 @@ def part_owners():
     if tree(finished) != kept:
         fail("a refused run changed the finished run's files")
     # A temporary file a killed run left behind goes when the directory is next taken.
-    open(os.path.join(finished, ".eval.csv.Ab3dEf"), "w").write("torn")
+    open(os.path.join(finished, ".pln-tmp.eval.csv.Ab3dEf"), "w").write("torn")
     out = must(pinn + ["--resume", "--out", finished])
     if "nothing to resume" not in out or tree(finished) != kept:
         fail(f"--resume of a finished run changed it: {sorted(tree(finished))}", out=out)
@@ -357,7 +355,7 @@ def part_owners():
     p.kill()
     p.wait()
     aside = os.path.join(finished, ".replaced")
-    if tree(aside) != kept:
+    if {k: v for k, v in tree(aside).items() if k != ".pln-set-aside"} != kept:
         fail("a replacement killed midway lost the finished run", out=open(os.path.join(WORK, "force.log")).read())
     if os.path.exists(os.path.join(finished, "summary.json")):
         fail("a directory being replaced looks finished")
@@ -441,6 +439,337 @@ def part_signals():
     print("signals: a grid stopped by SIGTERM or SIGINT stops its workers")
 
 
+
+# ----------------------------------------------------------- checkpoints ---
+
+def read_safetensors(path):
+    """(header dict, data bytes) of a safetensors file, read by hand."""
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def write_safetensors(path, header, data):
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def peak_mib():
+    """The largest resident size of any child so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def part_checkpoints():
+    stopped = os.path.join(WORK, "stopped")
+    run_args = ["pinn", "--preset", "smoke", "--threads", "1", "--set", "checkpoint_every=10"]
+    must(run_args + ["--out", stopped])
+    os.remove(os.path.join(stopped, "summary.json"))  # as a run stopped after its checkpoint
+    checkpoint = os.path.join(stopped, "checkpoint.safetensors")
+    if os.path.exists(os.path.join(stopped, "checkpoint.pt")):
+        fail("a run wrote a pickled checkpoint.pt")
+    pristine = open(checkpoint, "rb").read()
+    header, data = read_safetensors(checkpoint)
+    state = json.loads(header["__metadata__"]["state"])
+    adam = next(k for k in header if k.startswith("optimizer.") and k.endswith(".exp_avg"))
+
+    def crafted(change, *needles):
+        """The checkpoint with `change(header, state)` applied: refused before 'resumed'."""
+        h, st = json.loads(json.dumps(header)), json.loads(json.dumps(state))
+        change(h, st)
+        h["__metadata__"]["state"] = json.dumps(st)
+        write_safetensors(checkpoint, h, data)
+        rc, out, err = run(run_args + ["--resume", "--out", stopped])
+        message = "\n".join(l for l in err.splitlines() if l.startswith("pln: "))
+        if rc != 1 or not all(n in message for n in ("checkpoint.safetensors",) + needles) or "resumed" in out:
+            fail(f"a crafted checkpoint should be refused with {needles} before anything resumed", rc, out, err)
+        return message
+
+    # The Adam state's range past the data (LibTorch's loader freed memory twice).
+    def past_the_end(h, st):
+        h[adam]["data_offsets"][1] = len(data) + 4096
+    crafted(past_the_end, adam, "data_offsets")
+    # Two tensors sharing bytes; a gap; a range not matching the shape.
+    def overlap(h, st):
+        h[adam]["data_offsets"] = [0, h[adam]["data_offsets"][1] - h[adam]["data_offsets"][0]]
+    crafted(overlap, "data_offsets")
+    def wrong_dtype(h, st):
+        h[adam]["dtype"] = "F32"
+    crafted(wrong_dtype, adam)
+    # A tensor of another shape (same bytes): named before anything loads.
+    weight = next(k for k in header if k.startswith("model.") and len(header[k]["shape"]) == 2)
+    def transposed(h, st):
+        h[weight]["shape"] = list(reversed(h[weight]["shape"]))
+    crafted(transposed, weight, "this run's is")
+    # A count past the run's sizes: 400,000,000 and 2^62 last finite copies.
+    for count in (400000000, 2 ** 62):
+        def many(h, st, count=count):
+            st["last_finite"] = count
+        crafted(many, "state.last_finite")
+    def too_many_steps(h, st):
+        name = next(iter(st["optimizer"]["steps"]))
+        st["optimizer"]["steps"][name] = st["step"] + 1
+    crafted(too_many_steps, "state.optimizer.steps")
+    def short_generator(h, st):
+        st["generators"]["default"] = st["generators"]["default"][:64]
+    crafted(short_generator, "state.generators.default")
+    # A header length past the file, and one past the limit.
+    with open(checkpoint, "wb") as f:
+        f.write(struct.pack("<Q", 1 << 40) + b"{}")
+    refused(run_args + ["--resume", "--out", stopped], "checkpoint.safetensors", "header's length")
+    if peak_mib() > 1536:
+        fail(f"reading crafted checkpoints took {peak_mib():.0f} MiB")
+
+    # An earlier version's pickled checkpoint (a zip of pickles, whose
+    # directory LibTorch's reader trusts) is refused without being opened.
+    os.remove(checkpoint)
+    pickled = os.path.join(stopped, "checkpoint.pt")
+    with zipfile.ZipFile(pickled, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+    refused(run_args + ["--resume", "--out", stopped], "checkpoint.pt", "earlier versions",
+                      "without --resume")
+    # Without --resume the run starts afresh and writes the new format.
+    must(run_args + ["--out", stopped])
+    if os.path.exists(pickled) or not os.path.exists(checkpoint):
+        fail("a fresh start kept the pickled checkpoint or wrote no new one")
+    # The run's own checkpoint resumes.
+    os.remove(os.path.join(stopped, "summary.json"))
+    with open(checkpoint, "wb") as f:
+        f.write(pristine)
+    out = must(run_args + ["--resume", "--out", stopped])
+    if "resumed from" not in out:
+        fail("the run's own checkpoint did not resume", out=out)
+    print("checkpoints: crafted ones refused by tensor and field, the pickled format never loaded")
+
+
+# ----------------------------------------------------------------- links ---
+
+def part_links():
+    grid = smoke_grid(os.path.join(WORK, "grid"))
+    outside = os.path.join(WORK, "outside")
+    os.makedirs(outside)
+    victim = os.path.join(outside, "victim.txt")
+    open(victim, "w").write("precious\n")
+    cells = cells_of(grid)
+    grid_args = ["grid", "pinn", "--preset", "smoke", "--out", grid, "--jobs", "1", "--threads", "1"]
+    # A cell's run.log planted as a link: its worker's log would truncate the target.
+    os.remove(os.path.join(grid, cells[0], "summary.json"))
+    log = os.path.join(grid, cells[0], "run.log")
+    os.remove(log)
+    os.symlink(victim, log)
+    rc, out, err = run(grid_args)
+    if open(victim).read() != "precious\n":
+        fail("a planted run.log link truncated its target", rc, out, err)
+    if "run.log" not in out + err or "symbolic link" not in out + err:
+        fail("a planted run.log link was not refused by name", rc, out, err)
+    os.remove(log)
+    # A cell directory planted as a link: the run would go outside the grid.
+    shutil.move(os.path.join(grid, cells[0]), os.path.join(outside, "cell"))
+    os.symlink(os.path.join(outside, "cell"), os.path.join(grid, cells[0]))
+    before = tree(outside)
+    rc, out, err = run(grid_args)
+    if tree(outside) != before:
+        fail("a grid wrote through a planted cell link", rc, out, err)
+    if "symbolic link" not in out + err or cells[0] not in out + err:
+        fail("a planted cell link was not refused by name", rc, out, err)
+    os.remove(os.path.join(grid, cells[0]))
+    shutil.move(os.path.join(outside, "cell"), os.path.join(grid, cells[0]))
+    must(grid_args)
+    # `pln plot` on a link to a grid would write its figures into the target.
+    link = os.path.join(WORK, "link")
+    os.symlink(grid, link)
+    before = tree(grid)
+    refused(["plot", link], "link", "symbolic link")
+    if tree(grid) != before:
+        fail("pln plot wrote through a link")
+
+    # Dot files that look like a temporary (.NAME.XXXXXX) are not pln's.
+    demo = os.path.join(WORK, "demo")
+    os.makedirs(demo)
+    for name in (".zshrc.backup", ".notes.backup"):
+        open(os.path.join(demo, name), "w").write("mine\n")
+    open(os.path.join(demo, ".pln-tmp.fit.csv.Ab3dEf"), "w").write("torn")
+    must(["demo", "--steps", "30", "--widths", "8", "--threads", "1", "--out", demo])
+    for name in (".zshrc.backup", ".notes.backup"):
+        if not os.path.exists(os.path.join(demo, name)):
+            fail(f"pln demo deleted {name}, a file it did not write")
+    if os.path.exists(os.path.join(demo, ".pln-tmp.fit.csv.Ab3dEf")):
+        fail("pln demo left its own stale temporary file")
+    # A planted .replaced copied from a matching run is not taken for one pln set aside.
+    run_dir = os.path.join(WORK, "run")
+    pinn = ["pinn", "--preset", "smoke", "--threads", "1"]
+    must(pinn + ["--out", run_dir])
+    planted = os.path.join(WORK, "planted")
+    os.makedirs(os.path.join(planted, ".replaced"))
+    for name in ("config.json", "summary.json"):
+        shutil.copy(os.path.join(run_dir, name), os.path.join(planted, ".replaced", name))
+    for name in ("notes.txt", "thesis.tex"):
+        open(os.path.join(planted, name), "w").write("mine\n")
+    rc, out, err = run(pinn + ["--out", planted])
+    for name in ("notes.txt", "thesis.tex"):
+        if not os.path.exists(os.path.join(planted, name)):
+            fail(f"a planted .replaced made the run delete {name}", rc, out, err)
+    if not os.path.exists(os.path.join(planted, ".replaced", "summary.json")):
+        fail("the planted .replaced was deleted", rc, out, err)
+    print("links: planted links refused by name, no file pln did not write deleted")
+
+
+# ------------------------------------------------------------------ docs ---
+
+def repository_copy(name):
+    """A repository of one shipped results folder, for `pln docs --root`."""
+    root = os.path.join(WORK, name)
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
+    shutil.copytree(os.path.join(source, "fourier-paper"), os.path.join(root, "results", "fourier-paper"))
+    return root
+
+
+def part_docs():
+    secret = os.path.join(WORK, "secret.txt")
+    open(secret, "w").write("SECRET-TEXT\n")
+    root = repository_copy("repo")
+    readme = os.path.join(root, "README.md")
+    # A grid beside the repository: a marker naming it would draw its figures
+    # into the folder beside the scratch directory (TMPDIR here).
+    victim = os.path.join(WORK, "victimgrid")
+    shutil.copytree(os.path.join(root, "results", "fourier-paper"), victim)
+    tmp = os.path.join(WORK, "tmp")
+    os.makedirs(tmp)
+    env = dict(ENV, TMPDIR=tmp)
+    before = tree(victim)
+    for marker, needle in [("<!-- table results/fourier-paper ../../../secret.txt -->", "secret.txt"),
+                           ("<!-- table ../victimgrid error_table.md -->", "../victimgrid"),
+                           (f"<!-- table {victim} error_table.md -->", "victimgrid")]:
+        open(readme, "w").write(f"# doc\n\n{marker}\nold\n<!-- end table -->\n")
+        for update in ([], ["--update"]):
+            message = refused(["docs", "--root", root] + update, "README.md:3", needle, "refused", env=env)
+            if "SECRET-TEXT" in message or "SECRET-TEXT" in open(readme).read():
+                fail(f"pln docs {update} read a file through a marker")
+    if tree(victim) != before or os.listdir(tmp):
+        fail(f"pln docs wrote outside the repository: {sorted(tree(victim))[:5]}, {os.listdir(tmp)}")
+    # A label from the records that would close the table and open a marker
+    # naming a file outside: written as entities, two updates copy nothing.
+    records = os.path.join(root, "results", "fourier-paper", "records.csv")
+    header, rows = read_csv(records)
+    model = header.index("model")
+    label = rows[0][model]
+    injected = label + "\n<!-- end table -->\n<!-- table results/fourier-paper ../../../secret.txt -->\n"
+    write_csv(records, header, [r[:model] + [injected] + r[model + 1:] if r[model] == label else r for r in rows])
+    open(readme, "w").write("# doc\n\n<!-- table results/fourier-paper error_table.md -->\n<!-- end table -->\n")
+    for _ in range(2):
+        rc, out, err = run(["docs", "--root", root, "--update"])
+        if rc not in (0, 1):
+            fail("pln docs --update ended badly", rc, out, err)
+    text = open(readme).read()
+    if "SECRET-TEXT" in text or text.count("<!-- table") != 1 or text.count("<!-- end table -->") != 1:
+        fail(f"a label injected a marker into README.md:\n{text[:3000]}")
+    must(["docs", "--root", root])
+
+    # A vit grid's labels name its figures' data files: never a path out.
+    grid = os.path.join(WORK, "vit", "grid")
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "vit-cpu")
+    shutil.copytree(shipped, grid)
+    figures = os.path.join(WORK, "vit", "figures")
+    os.makedirs(os.path.join(figures, "plot-data"))
+    open(os.path.join(WORK, "vit", "dataset.csv"), "w").write("mine\n")
+    header, rows = read_csv(os.path.join(grid, "records.csv"))
+    labels = header.index("labels")
+    half = len(rows) // 2
+    write_csv(os.path.join(grid, "records.csv"), header,
+              [r[:labels] + ["x/../../../elsewhere/escaped" if i < half else "/../../../dataset"] + r[labels + 1:]
+               for i, r in enumerate(rows)])
+    before = tree(WORK, skip=(figures, grid))
+    rc, out, err = run(["plot", grid, "--out", figures])
+    if rc not in (0, 1):
+        fail("pln plot on crafted labels ended badly", rc, out, err)
+    if tree(WORK, skip=(figures, grid)) != before:
+        fail("pln plot wrote outside its output folder through a label", rc, out, err)
+    for base, _, files in os.walk(figures):
+        if os.path.relpath(base, figures) not in (".", "plot-data"):
+            fail(f"pln plot made a folder from a label: {base}")
+    print("docs: markers and labels reach no file outside the repository or the output folder")
+
+
+# ---------------------------------------------------------------- limits ---
+
+def part_limits():
+    out = os.path.join(WORK, "sized")
+    for family, key, value, needle in [("pinn", "depth", "2147483648", "depth x width^2"),
+                                       ("vit", "blocks", "100000000", "blocks x"),
+                                       ("fourier", "depth", "100000000", "depth x width^2"),
+                                       ("cnn", "depth", "100000000", "depth convolutions"),
+                                       ("vgg", "width", "1000000", "13 convolutions"),
+                                       ("vit", "mlp_ratio", "100000000", "mlp_ratio")]:
+        start = time.time()
+        refused([family, "--preset", "smoke", "--set", f"{key}={value}", "--out", out], f"{family}:", needle,
+                "--max-elements", timeout=60)
+        if time.time() - start > 30:
+            fail(f"{family} {key}={value} took {time.time() - start:.0f} s to be refused")
+    if os.path.exists(out) and os.listdir(out):
+        fail(f"a refused configuration wrote {os.listdir(out)}")
+    if peak_mib() > 1536:
+        fail(f"refusing oversized networks took {peak_mib():.0f} MiB")
+    # A 48 MiB records.csv of commas: refused within a few times its size.
+    grid = smoke_grid(os.path.join(WORK, "grid"))
+    with open(os.path.join(grid, "records.csv"), "w") as f:
+        line = "," * 1023 + "\n"
+        for _ in range(48 * 1024):
+            f.write(line)
+    refused(["validate", "--skip-unit-tests", "--skip-smoke", "--check", grid], "records.csv", "fields")
+    if peak_mib() > 1536:
+        fail(f"reading a 48 MiB CSV of commas took {peak_mib():.0f} MiB")
+    print(f"limits: oversized networks and a CSV of commas refused (peak {peak_mib():.0f} MiB)")
+
+
+# ---------------------------------------------------------------- output ---
+
+def part_output():
+    grid = smoke_grid(os.path.join(WORK, "grid"))
+    header, rows = read_csv(os.path.join(grid, "records.csv"))
+    pristine = open(os.path.join(grid, "records.csv"), "rb").read()
+    cell = header.index("cell")
+    escape = "\x1b]0;owned\x07\x1b[2J"
+    write_csv(os.path.join(grid, "records.csv"), header,
+              [r[:cell] + [r[cell] + escape] + r[cell + 1:] if i == 0 else r for i, r in enumerate(rows)])
+    rc, out, err = run(["validate", "--skip-unit-tests", "--skip-smoke", "--check", grid])
+    if "\x1b" in out + err or "\\x1b" not in out + err:
+        fail("validate --check printed a record's escape sequence raw", rc, out, err)
+    with open(os.path.join(grid, "records.csv"), "wb") as f:
+        f.write(pristine)
+    # running.json's host and start, as --status prints them.
+    marker = os.path.join(grid, cells_of(grid)[0], "running.json")
+    os.remove(os.path.join(grid, cells_of(grid)[0], "summary.json"))
+    json.dump({"host": "elsewhere" + escape, "pid": 1, "started": "now" + escape}, open(marker, "w"))
+    out = must(["grid", "pinn", "--preset", "smoke", "--out", grid, "--status"])
+    if "\x1b" in out or "\\x1b" not in out:
+        fail("grid --status printed running.json's escape sequence raw", out=out)
+    os.remove(marker)
+    must(["grid", "pinn", "--preset", "smoke", "--out", grid, "--jobs", "1", "--threads", "1"])
+
+    # A records.csv that lists one cell twice and another not at all.
+    dest = os.path.join(WORK, "packs", "p1")
+    header, rows = read_csv(os.path.join(grid, "records.csv"))
+    write_csv(os.path.join(grid, "records.csv"), header, [rows[0]] + [rows[0]] + rows[2:])
+    refused(["pack", grid, dest], "records.csv", "both name cell")
+    write_csv(os.path.join(grid, "records.csv"), header, rows)
+    # A revision that JSON cannot hold: refused by name, nothing left beside the destination.
+    rc, out, err = run(["pack", grid, dest, "--revision", "\udcff\udcfe"],
+                       env=dict(ENV, PYTHONIOENCODING="utf-8", LC_ALL="C.UTF-8"))
+    if rc != 1 or "--revision" not in err:
+        fail("pack --revision of bytes that are not UTF-8 was not refused by name", rc, out, err)
+    if os.path.exists(os.path.join(WORK, "packs")) and os.listdir(os.path.join(WORK, "packs")):
+        fail(f"a refused pack left {os.listdir(os.path.join(WORK, 'packs'))}")
+
+    # A summary.json that is a nested array, where --resume reads it.
+    finished = os.path.join(WORK, "finished")
+    pinn = ["pinn", "--preset", "smoke", "--threads", "1"]
+    must(pinn + ["--out", finished])
+    open(os.path.join(finished, "summary.json"), "w").write("[[1, 2], [3]]")
+    refused(pinn + ["--resume", "--out", finished], "summary.json", "a JSON object expected")
+    refused(["validate", "--skip-unit-tests", "--skip-smoke", "--check", finished], "summary.json")
+    print("output: escape sequences printed escaped, packs and errors name the file and field")
+
+
 def main():
     global PLN, WORK
     PLN, WORK, part = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
@@ -448,7 +777,8 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     {"plot": part_plot, "paths": part_paths, "bombs": part_bombs, "owners": part_owners,
-     "signals": part_signals}[part]()
+     "signals": part_signals, "checkpoints": part_checkpoints, "links": part_links, "docs": part_docs,
+     "limits": part_limits, "output": part_output}[part]()
     print(f"untrusted records ({part}): every attack refused or harmless")
 
 

@@ -178,13 +178,13 @@ job=$(submit "$vit")
 # Slurm kills it and runs it again, without the delay it gives requeued jobs.
 wait_for 120 "task 1 to start" test -f "${vcells[0]}/running.json"
 pid=$(running_pid "${vcells[0]}")
-for _ in $(seq 12000); do [ -f "${vcells[0]}/checkpoint.pt" ] && break; sleep 0.01; done
+for _ in $(seq 12000); do [ -f "${vcells[0]}/checkpoint.safetensors" ] && break; sleep 0.01; done
 kill -STOP "$pid"
 scontrol requeue "${job}_1"
 wait_for 30 "task 1 to be requeued" sh -c "squeue -h -j ${job}_1 -o %T | grep -qx PENDING"
 scontrol update "JobId=${job}_1" StartTime=now
 wait_job "$job" 300
-grep -Eq "resumed from .*checkpoint.pt after step [0-9]+, epoch 1" "${vcells[0]}/run.log" \
+grep -Eq "resumed from .*checkpoint.safetensors after step [0-9]+, epoch 1" "${vcells[0]}/run.log" \
   || fail "the requeued cell did not resume from its checkpoint: $(tail -n 5 "${vcells[0]}/run.log")"
 "$pln" grid vit --preset smoke --out "$vit" --threads 1 > "$work/log/vit-collect.log"
 [ "$(status_field "$vit" smoke vit done)" = 2 ] || fail "the vit grid did not finish"
