@@ -26,6 +26,7 @@
 
 #include "system/threads_and_memory.h"
 #include "cpu/activation_jets.h"
+#include "ops/activation_jet.h"
 #include "cpu/jet_kernels.h"
 #include "pinn/loss.h"
 #include "system/provenance.h"
@@ -177,14 +178,7 @@ const Model& find_model(const std::string& key) {
 
 // The kernels' name of a PINN activation.
 pln::cpu::JetActivation kernel_activation(const std::string& act) {
-  using pln::cpu::JetActivation;
-  const std::pair<const char*, JetActivation> names[] = {{"tanh", JetActivation::kTanh}, {"sat", JetActivation::kSat},
-                                                         {"relu", JetActivation::kRelu}, {"silu", JetActivation::kSilu},
-                                                         {"sigmoid", JetActivation::kSigmoid}};
-  for (const auto& [name, kernel] : names) {
-    if (act == name) return kernel;
-  }
-  throw std::invalid_argument("no fused jet kernel for the activation '" + act + "'");
+  return pln::ops::activation_jet_op::named(act).kernel;
 }
 
 // The steps of several networks of the same width and depth (`cases`: each

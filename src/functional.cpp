@@ -1,7 +1,7 @@
-// include/pln/functional.h and jet.h: pln::functional's parallel_ln, pq_norm,
-// gated_norm and parallel_ln_jet, the C++ face of the pln operators
-// (src/ops/), called through the dispatcher as torch.ops.pln is; and the
-// jets' composite for the tests (pln/testing.h).
+// include/pln/functional.h, jet.h and activation_jet.h: pln::functional's
+// parallel_ln, pq_norm, gated_norm, parallel_ln_jet and activation_jet, the
+// C++ face of the pln operators (src/ops/), called through the dispatcher as
+// torch.ops.pln is; and the jets' composites for the tests (pln/testing.h).
 
 #include <pln/functional.h>
 #include <pln/jet.h>
@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "layout.h"
+#include "ops/activation_jet.h"
 #include "ops/ops.h"
 
 namespace pln {
@@ -51,6 +52,8 @@ torch::Tensor jet_affine(torch::Tensor y, const torch::Tensor& weight, const tor
 
 }  // namespace
 
+Activation activation_from_name(const std::string& name) { return ops::activation_jet_op::named(name).activation; }
+
 namespace functional {
 
 torch::Tensor parallel_ln(const torch::Tensor& x, const ParallelLNOptions& options,
@@ -87,9 +90,17 @@ torch::Tensor parallel_ln_jet(const torch::Tensor& jet, const ParallelLNOptions&
                     bias);
 }
 
+torch::Tensor activation_jet(const torch::Tensor& jet, Activation act) {
+  return ops::activation_jet(jet, ops::activation_jet_op::entry_of(act).name);
+}
+
 }  // namespace functional
 
 namespace detail {
+
+torch::Tensor activation_jet_composite(const torch::Tensor& jet, Activation act) {
+  return ops::activation_jet_op::composite(jet, ops::activation_jet_op::entry_of(act).name);
+}
 
 torch::Tensor parallel_ln_jet_composite(const torch::Tensor& jet, const ParallelLNOptions& options,
                                         const torch::Tensor& weight, const torch::Tensor& bias) {

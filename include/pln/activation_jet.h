@@ -33,11 +33,11 @@ namespace pln::functional {
 
 /// The jet of act(z) for a jet `jet` [1 + 2D, ...] (any trailing shape).
 ///
+/// Calls the operator pln::activation_jet (torch.ops.pln.activation_jet):
 /// float and double jets on the CPU run fused kernels (one pass over the jet
-/// forward, one backward) in a custom autograd function, twice differentiable
-/// through the composite formulas; on CUDA the fused CUDA kernels where they
-/// are enabled (PLN_CUDA_KERNELS=1); other devices and dtypes run the
-/// composite ATen formulas.
+/// forward, one backward), twice differentiable through the composite
+/// formulas; on CUDA the fused CUDA kernels where they are enabled
+/// (PLN_CUDA_KERNELS=1); other devices and dtypes run the composite formulas.
 torch::Tensor activation_jet(const torch::Tensor& jet, Activation act);
 
 }  // namespace pln::functional

@@ -12,7 +12,7 @@
 #include "cuda/activation_jets.h"
 #include "cuda/gated.h"
 #include "cuda/kernels.h"
-#include "ops/activation_jets.h"
+#include "ops/activation_jet.h"
 #include "ops/gated_norm.h"
 #include "layout.h"
 
@@ -226,32 +226,36 @@ Tensor4 gated_norm_backward(const at::Tensor& grad_output, const at::Tensor& inp
 
 // ------------------------------------------------------- activation jets ---
 
-namespace {
-
-pln::cpu::ActivationJetShape activation_jet_shape(const at::Tensor& x) {
-  const int64_t parts = x.size(0);
-  return {parts > 0 ? x.numel() / parts : 0, (parts - 1) / 2};
-}
-
-}  // namespace
-
-void activation_jet_forward(pln::cpu::JetActivation act, const at::Tensor& x, const at::Tensor& y) {
-  const c10::cuda::CUDAGuard device(x.device());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_activation_jet_forward_cuda", [&] {
-    pln::cuda::activation_jet_forward(act, activation_jet_shape(x), x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                                      at::cuda::getCurrentCUDAStream().stream());
+at::Tensor activation_jet(const at::Tensor& jet, c10::string_view activation) {
+  const auto act = activation_jet_op::checked(jet, activation);
+  if (!activation_jet_op::fused(jet)) return activation_jet_op::composite(jet, activation).contiguous();
+  const c10::cuda::CUDAGuard device(jet.device());
+  const at::Tensor x = jet.contiguous();
+  at::Tensor y = at::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_activation_jet_cuda", [&] {
+    pln::cuda::activation_jet_forward(act, activation_jet_op::shape_of(x), x.data_ptr<scalar_t>(),
+                                      y.data_ptr<scalar_t>(), at::cuda::getCurrentCUDAStream().stream());
   });
-  check_launch("pln::functional::activation_jet (CUDA)");
+  check_launch("pln::activation_jet (CUDA)");
+  return y;
 }
 
-void activation_jet_backward(pln::cpu::JetActivation act, const at::Tensor& dy, const at::Tensor& x,
-                             const at::Tensor& dx) {
-  const c10::cuda::CUDAGuard device(x.device());
+at::Tensor activation_jet_backward(const at::Tensor& grad_output, const at::Tensor& jet,
+                                   c10::string_view activation) {
+  const auto act = activation_jet_op::checked(jet, activation);
+  activation_jet_op::check_backward(grad_output, jet);
+  TORCH_CHECK(activation_jet_op::fused(jet), "pln::activation_jet_backward: no fused CUDA kernel for this jet (",
+              jet.scalar_type(), cuda_kernels_enabled() ? "" : "; PLN_CUDA_KERNELS=1 enables them", ")");
+  const c10::cuda::CUDAGuard device(jet.device());
+  const at::Tensor x = jet.contiguous(), dy = grad_output.contiguous();
+  at::Tensor dx = at::empty_like(x);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "pln_activation_jet_backward_cuda", [&] {
-    pln::cuda::activation_jet_backward(act, activation_jet_shape(x), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                       dx.data_ptr<scalar_t>(), at::cuda::getCurrentCUDAStream().stream());
+    pln::cuda::activation_jet_backward(act, activation_jet_op::shape_of(x), dy.data_ptr<scalar_t>(),
+                                       x.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>(),
+                                       at::cuda::getCurrentCUDAStream().stream());
   });
-  check_launch("pln::functional::activation_jet backward (CUDA)");
+  check_launch("pln::activation_jet_backward (CUDA)");
+  return dx;
 }
 
 }  // namespace cuda
@@ -264,4 +268,6 @@ TORCH_LIBRARY_IMPL(pln, CUDA, m) {
   m.impl("gated_norm", TORCH_FN(pln::ops::cuda::gated_norm));
   m.impl("gated_norm_forward", TORCH_FN(pln::ops::cuda::gated_norm_forward));
   m.impl("gated_norm_backward", TORCH_FN(pln::ops::cuda::gated_norm_backward));
+  m.impl("activation_jet", TORCH_FN(pln::ops::cuda::activation_jet));
+  m.impl("activation_jet_backward", TORCH_FN(pln::ops::cuda::activation_jet_backward));
 }

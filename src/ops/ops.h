@@ -5,6 +5,7 @@
 //   parallel_ln.cpp  pln::parallel_ln, pq_norm, parallel_ln_forward, parallel_ln_backward
 //   gated_norm.cpp   pln::gated_norm, gated_norm_forward, gated_norm_backward
 //   jet.cpp          pln::parallel_ln_jet, parallel_ln_jet_backward
+//   activation_jet.cpp  pln::activation_jet, activation_jet_backward
 //
 //   the checks        the schema's arguments, checked, as a spec
 //   composite         the formulation in ATen ops (any p, device and dtype,
@@ -90,6 +91,8 @@ at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const Opt
                       bool centering, c10::string_view gate_position, c10::string_view activation);
 /// The jet [1 + 2D, ..., C] of Parallel LN without affine (see include/pln/jet.h).
 at::Tensor parallel_ln_jet(const at::Tensor& jet, int64_t num_per_group, double eps, bool centering);
+/// The jet [1 + 2D, ...] of an activation (see include/pln/activation_jet.h).
+at::Tensor activation_jet(const at::Tensor& jet, c10::string_view activation);
 
 // -------------------------------------------------------------- shared ---
 
