@@ -305,9 +305,9 @@ def main():
                 lines.append(table_row(label, dtype_name, threads, row))
                 print(lines[-1], flush=True)
     found = goals(rows)
-    summary = "\n".join(f"- {'met' if ok else 'NOT met'}: {what} ({value:.3g})" for what, ok, value in found)
-    missed = sum(not ok for _, ok, _ in found)
-    summary += f"\n\n{len(found) - missed} of {len(found)} goals met." if found else ""
+    missed = [f"- NOT met: {what} ({value:.3g})" for what, ok, value in found if not ok]
+    summary = f"{len(found) - len(missed)} of {len(found)} goals met" + (", these not:\n\n" if missed else ".")
+    summary = (summary + "\n".join(missed)) if found else ""
     if summary:
         print("\nGoals:\n\n" + summary)
     if args.out:
