@@ -35,6 +35,34 @@ def best_alternating(run_cpp, run_python, repeats):
     return cpp, py
 
 
+def interleaved_times_ms(fns, rounds, budget_ms=0.0):
+    """Each function's time per call (ms) in every round, calling them in turn
+    round after round so that drifting machine load hits every side alike:
+    `rounds` rounds, more (up to 5x as many) while less than `budget_ms` has
+    been spent. Two calls of each first warm up (and compile)."""
+    import time
+
+    for fn in fns.values():
+        fn()
+        fn()
+    times = {name: [] for name in fns}
+    spent, done = 0.0, 0
+    while done < rounds or (spent < budget_ms and done < 5 * rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            ms = (time.perf_counter() - start) * 1e3
+            times[name].append(ms)
+            spent += ms
+        done += 1
+    return times
+
+
+def interleaved_min_ms(fns, rounds, budget_ms=0.0):
+    """The best of each function's interleaved times (interleaved_times_ms)."""
+    return {name: min(t) for name, t in interleaved_times_ms(fns, rounds, budget_ms).items()}
+
+
 def side_by_side_parser(doc, quick_help):
     """The options every side-by-side script takes; add the script's own to it."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])

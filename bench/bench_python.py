@@ -17,12 +17,11 @@ In a model (PyTorch 2.x): four residual norm layers, x = x + norm_k(x):
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from bench_common import keep_freed_memory
+from bench_common import interleaved_min_ms, keep_freed_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python" / "tests"))
 import pln  # noqa: E402
@@ -39,24 +38,6 @@ QUICK = [
     ("NCHW   [8,64,32,32] g=16", (8, 64, 32, 32), 64, 16, 4),
 ]
 HAS_COMPILE = hasattr(torch, "compile")
-
-
-def interleaved_min_ms(fns, reps, budget_ms):
-    """Min time of each function, calling them in turn round after round, so
-    that drifting machine load hits every side alike."""
-    for fn in fns.values():
-        fn()
-        fn()
-    best = {name: float("inf") for name in fns}
-    spent, rounds = 0.0, 0
-    while rounds < reps or (spent < budget_ms and rounds < 5 * reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            ms = (time.perf_counter() - t0) * 1e3
-            best[name], spent = min(best[name], ms), spent + ms
-        rounds += 1
-    return best
 
 
 class Residual(torch.nn.Module):

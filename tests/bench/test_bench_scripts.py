@@ -1,6 +1,7 @@
 """The Python benchmark scripts run on the CPU and print their tables: the
 GPU benchmark (it must work when a GPU is lent), the operator against
-torch.nn.LayerNorm, the accuracy at a common offset, the gated norm against
+torch.nn.LayerNorm, the package against torch.compile of the reference module
+in every dtype, the accuracy at a common offset, the gated norm against
 transformers' classes, and each experiment family's benchmark of `pln`.
 Their timings are not asserted.
 
@@ -10,6 +11,7 @@ built, PLN_CLI.
 """
 
 import importlib.util
+import math
 import os
 import re
 import subprocess
@@ -37,6 +39,33 @@ def test_the_gpu_benchmark_runs_on_the_cpu():
 
 def test_the_operator_benchmark_times_each_shape():
     assert "NCHW" in run("bench_python.py", "--quick")
+
+
+# The compile benchmark's bound on pln's error (max |y - ref| / max |ref| against float64): about
+# two roundings of the dtype, which the composite path's half-type intermediates exceed.
+COMPILE_ERROR_BOUND = {"float32": 1e-5, "bfloat16": 2 ** -7, "float16": 2 ** -10}
+
+
+def test_the_compile_benchmark_tables_every_cell(tmp_path):
+    log = tmp_path / "compile.md"
+    out = run("bench_compile.py", "--quick", "--shapes", "pls,nchw", "--dtypes", "float32,bfloat16,float16",
+              "--threads", "1,2", "--out", str(log))
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| `[")]
+    cells = {(row[0].split("` ", 1)[1], row[1], row[2]) for row in rows}  # the op's name after the shape
+    assert {(op, dtype, threads) for op in ("PLS g = 4096 (Llama's RMSNorm)", "NCHW PLN g = 16")
+            for dtype in ("float32", "bfloat16", "float16") for threads in ("1", "2")} == cells, out
+    import torch
+    compiled = hasattr(torch, "compile")
+    for row in rows:
+        ratios = row[3:9] if compiled else row[3:5] + row[7:9]  # without torch.compile its columns are n/a
+        assert all(math.isfinite(float(r)) and float(r) > 0 for r in ratios), row
+        error = re.fullmatch(r"([0-9.e+-]+)(?: \(([0-9.e+-]+)\))?", row[9])
+        assert error and float(error.group(1)) < COMPILE_ERROR_BOUND[row[1]], row
+        assert (error.group(2) is not None) == compiled, row
+        if compiled:
+            assert float(error.group(2)) < COMPILE_ERROR_BOUND[row[1]], row
+    assert all(" | ".join(row) in log.read_text() for row in rows)
+    assert re.search(r"goals met", log.read_text()), log.read_text()
 
 
 def test_the_accuracy_benchmark_reaches_an_offset_of_ten_thousand():
