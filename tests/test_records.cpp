@@ -10,6 +10,7 @@
 #include <pln/kernels.h>
 #include <records/csv.h>
 #include <system/atomic_file.h>
+#include <system/directory.h>
 #include <records/doc_tables.h>
 #include <records/gnuplot.h>
 #include <sweep/grid_state.h>
@@ -29,6 +30,7 @@
 #include <system/process.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -358,6 +360,62 @@ TEST(GridStatus, FreshHalfDoneFailedAndFinishedGrids) {
   fs::remove_all(dir);
 }
 
+// Files in a run or grid directory are written and read relative to a
+// descriptor of their folder, with O_NOFOLLOW: a write lands in the folder
+// held even when its path is swapped for a link meanwhile, a link planted as
+// the file is replaced and never written through, and a link planted as a
+// sub-folder or a file to read is refused by name.
+TEST(Untrusted, FilesAreOpenedRelativeToTheirFolderNeverThroughALink) {
+  const auto dir = fresh_dir("untrusted-directory");
+  fs::create_directories(dir / "run");
+  fs::create_directories(dir / "elsewhere");
+  const Directory run(dir / "run");
+  fs::rename(dir / "run", dir / "moved");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "run");
+  run.write_atomic("config.json", "{}\n");
+  EXPECT_EQ(slurp(dir / "moved" / "config.json"), "{}\n");
+  EXPECT_FALSE(fs::exists(dir / "elsewhere" / "config.json"));
+
+  std::ofstream(dir / "victim.txt") << "keep me";
+  fs::create_symlink(dir / "victim.txt", dir / "moved" / "summary.json");
+  write_file_atomic(dir / "moved" / "summary.json", "{}\n");
+  EXPECT_EQ(slurp(dir / "victim.txt"), "keep me");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / "moved" / "summary.json")));
+
+  fs::create_directory_symlink(dir / "elsewhere", dir / "moved" / "cell");
+  EXPECT_NE(error_of([&] { run.open_directory("cell"); }).find("cell: a symbolic link, not a file pln wrote; refused"),
+            std::string::npos);
+  fs::create_symlink(dir / "victim.txt", dir / "moved" / "eval.csv");
+  EXPECT_NE(error_of([&] { run.read_regular("eval.csv", 1 << 20); }).find("eval.csv: a symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(run.open_directory("..").read_regular("victim.txt", 1 << 20), "keep me");  // a real folder is opened
+  fs::remove_all(dir);
+}
+
+// `grid --status` reads a cell's run.log as pln wrote it or not at all: never
+// through a link planted in its place, never blocking on a FIFO, and only its
+// last kTailBytes, however long the file.
+TEST(Untrusted, StatusReadsOnlyTheEndOfARegularRunLog) {
+  const auto dir = fresh_dir("untrusted-run-log");
+  std::ofstream(dir / "secret.txt") << "the secret\n";
+  fs::create_directories(dir / "link");
+  fs::create_symlink(dir / "secret.txt", dir / "link" / "run.log");
+  EXPECT_EQ(tail_of(dir / "link" / "run.log", 5), "");
+  EXPECT_EQ(cell_status(dir / "link", false).state, CellState::kPending);
+  fs::create_directories(dir / "fifo");
+  ASSERT_EQ(::mkfifo((dir / "fifo" / "run.log").c_str(), 0600), 0);
+  EXPECT_EQ(cell_status(dir / "fifo", false).state, CellState::kPending);  // returns: no reader blocks on it
+  fs::create_directories(dir / "long");
+  std::ofstream(dir / "long" / "run.log") << "first line\n";
+  fs::resize_file(dir / "long" / "run.log", std::uintmax_t{4} << 30);  // sparse: no disk, no time
+  std::ofstream(dir / "long" / "run.log", std::ios::app) << "\nlast line\n";
+  EXPECT_EQ(tail_of(dir / "long" / "run.log", 100000).size(), kTailBytes);
+  const auto status = cell_status(dir / "long", false);
+  EXPECT_EQ(status.state, CellState::kFailed);
+  EXPECT_EQ(status.detail, "last line");
+  fs::remove_all(dir);
+}
+
 // ------------------------------------------------------------ doc tables
 
 struct DocFixture {
@@ -474,6 +532,24 @@ TEST(Untrusted, GnuplotLiteralsKeepEveryCharacterInside) {
   EXPECT_EQ(gnuplot_quote("it's `cmd` @m \\"), "'it''s `cmd` @m \\'");
 }
 
+// gnuplot writes each figure into a fresh temporary file of pln's own, never
+// through a `NAME.png.tmp` (or any other predictable name) planted as a link.
+TEST(Untrusted, GnuplotNeverWritesThroughAPlantedLink) {
+  const auto dir = fresh_dir("untrusted-gnuplot");
+  std::ofstream(dir / "victim.txt") << "keep me";
+  for (const char* ext : {"png", "svg"}) {
+    fs::create_symlink(dir / "victim.txt", dir / (std::string("figure.") + ext + ".tmp"));
+  }
+  render_figure(dir / "figure", "plot x\n", 320, 240);
+  EXPECT_EQ(slurp(dir / "victim.txt"), "keep me");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / "figure.png")));
+  EXPECT_GT(fs::file_size(dir / "figure.svg"), 0u);
+  for (const auto& entry : fs::directory_iterator(dir)) {  // no temporary left behind
+    EXPECT_EQ(entry.path().filename().string().rfind(kTemporaryPrefix, 0), std::string::npos) << entry.path();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Untrusted, JsonNestingAndSizeAreBounded) {
   EXPECT_NE(error_of([] { parse_json_text(std::string(100000, '[') + std::string(100000, ']'), "deep.json"); })
                 .find("deep.json: not a pln record: JSON nested deeper than 64 levels"),
@@ -499,6 +575,9 @@ TEST(Untrusted, PathsFromRecordsStayInsideTheirRoot) {
                   .find("records.csv: row 2: the path"), std::string::npos) << bad;
     EXPECT_NE(error_of([&] { path_inside(root / "grid", bad, "records.csv"); }).find(why), std::string::npos) << bad;
   }
+  // The path is shown escaped, as printable() escapes every text from a file.
+  EXPECT_NE(error_of([&] { path_inside(root / "grid", "cell\x1b[2J\n", "records.csv"); })
+                .find("the path 'cell\\x1b[2J\\x0a' holds a control character"), std::string::npos);
   fs::remove_all(root);
 }
 

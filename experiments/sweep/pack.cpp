@@ -139,13 +139,7 @@ uintmax_t pack_results(const PackRequest& request) {
   fs::remove_all(staging);
   fs::create_directories(staging);
   // A pack that fails leaves nothing beside the destination.
-  struct RemoveUnlessSwapped {
-    const fs::path& staging;
-    ~RemoveUnlessSwapped() {
-      std::error_code ignored;
-      fs::remove_all(staging, ignored);
-    }
-  } remove_staging{staging};
+  const RemovedOnExit remove_staging(staging);
   write_file_atomic(staging / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
   write_file_atomic(staging / "records.csv", to_csv(records));
   std::vector<std::string> inputs;
