@@ -706,6 +706,22 @@ TEST(Untrusted, SafetensorsReaderChecksEveryField) {
   EXPECT_NE(error_of([] { parse_safetensors("abc", "ck"); }).find("fewer than the 8"), std::string::npos);
 }
 
+// The header's limit, 16 MiB (eight times the biggest a pln checkpoint
+// writes), holds both ways: a longer one is refused before it is parsed, and
+// the writer refuses to write one no reader of pln's would read.
+TEST(Untrusted, SafetensorsHeaderLimitHoldsForReaderAndWriter) {
+  EXPECT_EQ(kMaxSafetensorsHeaderBytes, uint64_t{16} << 20);
+  std::string over(8 + kMaxSafetensorsHeaderBytes + 8, ' ');
+  const uint64_t n = kMaxSafetensorsHeaderBytes + 8;
+  for (int i = 0; i < 8; ++i) over[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  over[8] = '{';
+  EXPECT_NE(error_of([&] { parse_safetensors(over, "ck"); })
+                .find("the header's length (16777224 bytes) is over the limit of 16777216"), std::string::npos);
+  const std::string text(kMaxSafetensorsHeaderBytes, 'x');
+  EXPECT_THROW(safetensors_bytes({}, {{"state", text}}), std::length_error);
+  EXPECT_NO_THROW(safetensors_bytes({}, {{"state", std::string(kMaxSafetensorsHeaderBytes - 64, 'x')}}));
+}
+
 TEST(DocTables, MarkersNamingPathsOutsideTheRepositoryAreRefused) {
   for (const std::string marker : {"<!-- table results/pinn-cpu ../../../secret.txt -->",
                                    "<!-- table ../../victimgrid table.md -->", "<!-- table /etc passwd -->",
