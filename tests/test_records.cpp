@@ -361,6 +361,65 @@ TEST(GridStatus, FreshHalfDoneFailedAndFinishedGrids) {
   fs::remove_all(dir);
 }
 
+// A finished run set aside in .replaced is deleted only as pln's marker
+// lists it (each file with its size); a marker planted with a matching
+// config.json and summary.json deletes nothing of the directory's own files
+// (a fresh start moves them aside), and nothing planted beside the listed
+// files.
+TEST(Untrusted, SetAsideDeletesOnlyWhatPlnListed) {
+  const auto& fourier = find_experiment("fourier");
+  const Config config = resolve_config(fourier, "smoke", {});
+  const auto dir = fresh_dir("untrusted-set-aside");
+  const auto finished_record = [&](const fs::path& where) {
+    fs::create_directories(where);
+    std::ofstream(where / "config.json") << Config{{"experiment", "fourier"}, {"config", config}}.dump();
+    std::ofstream(where / "summary.json") << Config{{"experiment", "fourier"}}.dump();
+  };
+
+  // Planted: a marker that lists the user's files, beside them.
+  const auto planted = dir / "planted";
+  finished_record(planted / ".replaced");
+  std::ofstream(planted / "notes.txt") << "mine\n";
+  std::ofstream(planted / "thesis.tex") << "mine too\n";
+  std::ofstream(planted / ".replaced" / ".pln-set-aside")
+      << Config{{"files", {{"../notes.txt", 5}, {"thesis.tex", 9}}}, {"folders", Config::array()}}.dump();
+  {
+    auto taken = take_run_directory(planted, "fourier", config, false, false);
+    taken.finish();
+  }
+  std::vector<std::string> kept;
+  for (const auto& entry : fs::recursive_directory_iterator(planted)) {
+    if (entry.path().filename() == "notes.txt" || entry.path().filename() == "thesis.tex") {
+      kept.push_back(entry.path().filename().string() + ": " + slurp(entry.path()));
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"notes.txt: mine\n", "thesis.tex: mine too\n"}));
+
+  // pln's own: the listed files go, a file planted beside them and a listed
+  // file whose size changed stay, and are reported.
+  const auto run = dir / "run";
+  finished_record(run);
+  fs::create_directories(run / "figures");
+  std::ofstream(run / "figures" / "loss.svg") << "<svg/>";
+  std::ofstream(run / "train.csv") << "step,loss\n";
+  auto taken = take_run_directory(run, "fourier", config, false, true);
+  EXPECT_FALSE(fs::exists(run / "summary.json"));
+  EXPECT_TRUE(fs::exists(run / ".replaced" / "figures" / "loss.svg"));
+  std::ofstream(run / ".replaced" / "planted.txt") << "not pln's";
+  std::ofstream(run / ".replaced" / "train.csv", std::ios::app) << "1,2\n";
+  testing::internal::CaptureStdout();
+  taken.finish();
+  const auto said = testing::internal::GetCapturedStdout();
+  EXPECT_NE(said.find("left 2 entries (pln deletes only the files it set aside there, as it listed them): "
+                      "planted.txt, train.csv"), std::string::npos) << said;
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(run / ".replaced")) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"planted.txt", "train.csv"}));
+  fs::remove_all(dir);
+}
+
 // Files in a run or grid directory are written and read relative to a
 // descriptor of their folder, with O_NOFOLLOW: a write lands in the folder
 // held even when its path is swapped for a link meanwhile, a link planted as
