@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -615,6 +616,14 @@ TEST(Untrusted, JsonNestingAndSizeAreBounded) {
                 .find("deep.json: not a pln record: JSON nested deeper than 64 levels"),
             std::string::npos);
   EXPECT_NO_THROW(parse_json_text(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'), "ok.json"));
+  // A million empty objects in one array: read in one pass each way (a parser
+  // that rescans the array at each object's end would take 5e11 steps).
+  std::string objects = "[";
+  for (int i = 0; i < 1000000; ++i) objects += "{},";
+  objects.back() = ']';
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(parse_json_text(objects, "objects.json").size(), 1000000u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
   const auto dir = fresh_dir("untrusted-json");
   fs::create_directory(dir / "summary.json");
   EXPECT_NE(error_of([&] { read_json_file(dir / "summary.json"); }).find("summary.json: not a regular file"),
@@ -779,6 +788,19 @@ TEST(Untrusted, SafetensorsHeaderLimitHoldsForReaderAndWriter) {
   const std::string text(kMaxSafetensorsHeaderBytes, 'x');
   EXPECT_THROW(safetensors_bytes({}, {{"state", text}}), std::length_error);
   EXPECT_NO_THROW(safetensors_bytes({}, {{"state", std::string(kMaxSafetensorsHeaderBytes - 64, 'x')}}));
+  // The costliest JSON per byte (an empty object each 3 bytes, about 28
+  // times its text as nlohmann's values) at the limit: under half a GiB.
+  std::string header = "{\"a\":[";
+  while (header.size() + 5 < kMaxSafetensorsHeaderBytes) header += "{},";
+  header.back() = ']';
+  header += "}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  const uint64_t growth = peak_growth([&] {
+    EXPECT_NE(error_of([&] { parse_safetensors(file, "ck"); }).find("tensor 'a' is not an object"), std::string::npos);
+  });
+  EXPECT_LT(growth, uint64_t{512} << 20);
 }
 
 TEST(DocTables, MarkersNamingPathsOutsideTheRepositoryAreRefused) {
