@@ -32,7 +32,7 @@ struct SafetensorsFile {
 
 /// The header's largest size, read or written. The biggest a pln checkpoint
 /// writes is pinn's paper preset's at its last checkpoint, about 2 MB (the
-/// training state holds train.csv's 20,000 rows, about 100 bytes each as
+/// training state holds train.csv's 20,000 rows, 85 to 100 bytes each as
 /// escaped JSON text; every other preset's is smaller); the limit is eight
 /// times that. It bounds what parsing a crafted header can take: nlohmann's
 /// values cost up to about 30 times their text (`[{},{},...]`), so under half
