@@ -74,7 +74,10 @@ std::pair<int, std::string> Directory::create_temporary(const std::string& name)
 
 void Directory::write_atomic(const std::string& name, const std::string& content) const {
   const auto target = path_ / name;
-  const auto [fd, temporary] = create_temporary(name);
+  // Named, not a structured binding: the lambda below captures them (C++17).
+  const auto created = create_temporary(name);
+  const int fd = created.first;
+  const std::string& temporary = created.second;
   const auto abandon = [&](const char* what) {
     const int error = errno;
     ::close(fd);
