@@ -87,8 +87,8 @@ test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
 # libFuzzer needs clang; the readers know no torch type, so tests/fuzz is a
 # project of its own (no LibTorch). Each target runs FUZZ_SECONDS on seeds from
 # the shipped records, the docs, the tests' --set values and a smoke run's
-# checkpoint (made by the Release `pln`, built here if needed). Five targets at
-# 40 s: under four minutes in all, on one core each in turn.
+# checkpoints (made by the Release `pln`, built here if needed). Six targets at
+# 40 s: under five minutes in all, on one core each in turn.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 40
 $(FUZZ_BUILD_DIR)/build.ninja: | bootstrap

@@ -10,6 +10,7 @@
 #include <pln/kernels.h>
 #include <records/csv.h>
 #include <system/atomic_file.h>
+#include <system/directory.h>
 #include <records/doc_tables.h>
 #include <records/gnuplot.h>
 #include <sweep/grid_state.h>
@@ -29,12 +30,15 @@
 #include <system/process.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -358,6 +362,121 @@ TEST(GridStatus, FreshHalfDoneFailedAndFinishedGrids) {
   fs::remove_all(dir);
 }
 
+// A finished run set aside in .replaced is deleted only as pln's marker
+// lists it (each file with its size); a marker planted with a matching
+// config.json and summary.json deletes nothing of the directory's own files
+// (a fresh start moves them aside), and nothing planted beside the listed
+// files.
+TEST(Untrusted, SetAsideDeletesOnlyWhatPlnListed) {
+  const auto& fourier = find_experiment("fourier");
+  const Config config = resolve_config(fourier, "smoke", {});
+  const auto dir = fresh_dir("untrusted-set-aside");
+  const auto finished_record = [&](const fs::path& where) {
+    fs::create_directories(where);
+    std::ofstream(where / "config.json") << Config{{"experiment", "fourier"}, {"config", config}}.dump();
+    std::ofstream(where / "summary.json") << Config{{"experiment", "fourier"}}.dump();
+  };
+
+  // Planted: a marker that lists the user's files, beside them.
+  const auto planted = dir / "planted";
+  finished_record(planted / ".replaced");
+  std::ofstream(planted / "notes.txt") << "mine\n";
+  std::ofstream(planted / "thesis.tex") << "mine too\n";
+  std::ofstream(planted / ".replaced" / ".pln-set-aside")
+      << Config{{"files", {{"../notes.txt", 5}, {"thesis.tex", 9}}}, {"folders", Config::array()}}.dump();
+  {
+    auto taken = take_run_directory(planted, "fourier", config, false, false);
+    taken.finish();
+  }
+  std::vector<std::string> kept;
+  for (const auto& entry : fs::recursive_directory_iterator(planted)) {
+    if (entry.path().filename() == "notes.txt" || entry.path().filename() == "thesis.tex") {
+      kept.push_back(entry.path().filename().string() + ": " + slurp(entry.path()));
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"notes.txt: mine\n", "thesis.tex: mine too\n"}));
+
+  // pln's own: the listed files go, a file planted beside them and a listed
+  // file whose size changed stay, and are reported.
+  const auto run = dir / "run";
+  finished_record(run);
+  fs::create_directories(run / "figures");
+  std::ofstream(run / "figures" / "loss.svg") << "<svg/>";
+  std::ofstream(run / "train.csv") << "step,loss\n";
+  auto taken = take_run_directory(run, "fourier", config, false, true);
+  EXPECT_FALSE(fs::exists(run / "summary.json"));
+  EXPECT_TRUE(fs::exists(run / ".replaced" / "figures" / "loss.svg"));
+  std::ofstream(run / ".replaced" / "planted.txt") << "not pln's";
+  std::ofstream(run / ".replaced" / "train.csv", std::ios::app) << "1,2\n";
+  testing::internal::CaptureStdout();
+  taken.finish();
+  const auto said = testing::internal::GetCapturedStdout();
+  EXPECT_NE(said.find("left 2 entries (pln deletes only the files it set aside there, as it listed them): "
+                      "planted.txt, train.csv"), std::string::npos) << said;
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(run / ".replaced")) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"planted.txt", "train.csv"}));
+  fs::remove_all(dir);
+}
+
+// Files in a run or grid directory are written and read relative to a
+// descriptor of their folder, with O_NOFOLLOW: a write lands in the folder
+// held even when its path is swapped for a link meanwhile, a link planted as
+// the file is replaced and never written through, and a link planted as a
+// sub-folder or a file to read is refused by name.
+TEST(Untrusted, FilesAreOpenedRelativeToTheirFolderNeverThroughALink) {
+  const auto dir = fresh_dir("untrusted-directory");
+  fs::create_directories(dir / "run");
+  fs::create_directories(dir / "elsewhere");
+  const Directory run(dir / "run");
+  fs::rename(dir / "run", dir / "moved");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "run");
+  run.write_atomic("config.json", "{}\n");
+  EXPECT_EQ(slurp(dir / "moved" / "config.json"), "{}\n");
+  EXPECT_FALSE(fs::exists(dir / "elsewhere" / "config.json"));
+
+  std::ofstream(dir / "victim.txt") << "keep me";
+  fs::create_symlink(dir / "victim.txt", dir / "moved" / "summary.json");
+  write_file_atomic(dir / "moved" / "summary.json", "{}\n");
+  EXPECT_EQ(slurp(dir / "victim.txt"), "keep me");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / "moved" / "summary.json")));
+
+  fs::create_directory_symlink(dir / "elsewhere", dir / "moved" / "cell");
+  EXPECT_NE(error_of([&] { run.open_directory("cell"); }).find("cell: a symbolic link, not a file pln wrote; refused"),
+            std::string::npos);
+  fs::create_symlink(dir / "victim.txt", dir / "moved" / "eval.csv");
+  EXPECT_NE(error_of([&] { run.read_regular("eval.csv", 1 << 20); }).find("eval.csv: a symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(run.open_directory("..").read_regular("victim.txt", 1 << 20), "keep me");  // a real folder is opened
+  fs::remove_all(dir);
+}
+
+// `grid --status` reads a cell's run.log as pln wrote it or not at all: never
+// through a link planted in its place, never blocking on a FIFO, and only its
+// last kTailBytes, however long the file.
+TEST(Untrusted, StatusReadsOnlyTheEndOfARegularRunLog) {
+  const auto dir = fresh_dir("untrusted-run-log");
+  std::ofstream(dir / "secret.txt") << "the secret\n";
+  fs::create_directories(dir / "link");
+  fs::create_symlink(dir / "secret.txt", dir / "link" / "run.log");
+  EXPECT_EQ(tail_of(dir / "link" / "run.log", 5), "");
+  EXPECT_EQ(cell_status(dir / "link", false).state, CellState::kPending);
+  fs::create_directories(dir / "fifo");
+  ASSERT_EQ(::mkfifo((dir / "fifo" / "run.log").c_str(), 0600), 0);
+  EXPECT_EQ(cell_status(dir / "fifo", false).state, CellState::kPending);  // returns: no reader blocks on it
+  fs::create_directories(dir / "long");
+  std::ofstream(dir / "long" / "run.log") << "first line\n";
+  fs::resize_file(dir / "long" / "run.log", std::uintmax_t{4} << 30);  // sparse: no disk, no time
+  std::ofstream(dir / "long" / "run.log", std::ios::app) << "\nlast line\n";
+  EXPECT_EQ(tail_of(dir / "long" / "run.log", 100000).size(), kTailBytes);
+  const auto status = cell_status(dir / "long", false);
+  EXPECT_EQ(status.state, CellState::kFailed);
+  EXPECT_EQ(status.detail, "last line");
+  fs::remove_all(dir);
+}
+
 // ------------------------------------------------------------ doc tables
 
 struct DocFixture {
@@ -474,11 +593,37 @@ TEST(Untrusted, GnuplotLiteralsKeepEveryCharacterInside) {
   EXPECT_EQ(gnuplot_quote("it's `cmd` @m \\"), "'it''s `cmd` @m \\'");
 }
 
+// gnuplot writes each figure into a fresh temporary file of pln's own, never
+// through a `NAME.png.tmp` (or any other predictable name) planted as a link.
+TEST(Untrusted, GnuplotNeverWritesThroughAPlantedLink) {
+  const auto dir = fresh_dir("untrusted-gnuplot");
+  std::ofstream(dir / "victim.txt") << "keep me";
+  for (const char* ext : {"png", "svg"}) {
+    fs::create_symlink(dir / "victim.txt", dir / (std::string("figure.") + ext + ".tmp"));
+  }
+  render_figure(dir / "figure", "plot x\n", 320, 240);
+  EXPECT_EQ(slurp(dir / "victim.txt"), "keep me");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / "figure.png")));
+  EXPECT_GT(fs::file_size(dir / "figure.svg"), 0u);
+  for (const auto& entry : fs::directory_iterator(dir)) {  // no temporary left behind
+    EXPECT_EQ(entry.path().filename().string().rfind(kTemporaryPrefix, 0), std::string::npos) << entry.path();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Untrusted, JsonNestingAndSizeAreBounded) {
   EXPECT_NE(error_of([] { parse_json_text(std::string(100000, '[') + std::string(100000, ']'), "deep.json"); })
                 .find("deep.json: not a pln record: JSON nested deeper than 64 levels"),
             std::string::npos);
   EXPECT_NO_THROW(parse_json_text(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'), "ok.json"));
+  // A million empty objects in one array: read in one pass each way (a parser
+  // that rescans the array at each object's end would take 5e11 steps).
+  std::string objects = "[";
+  for (int i = 0; i < 1000000; ++i) objects += "{},";
+  objects.back() = ']';
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(parse_json_text(objects, "objects.json").size(), 1000000u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
   const auto dir = fresh_dir("untrusted-json");
   fs::create_directory(dir / "summary.json");
   EXPECT_NE(error_of([&] { read_json_file(dir / "summary.json"); }).find("summary.json: not a regular file"),
@@ -499,6 +644,9 @@ TEST(Untrusted, PathsFromRecordsStayInsideTheirRoot) {
                   .find("records.csv: row 2: the path"), std::string::npos) << bad;
     EXPECT_NE(error_of([&] { path_inside(root / "grid", bad, "records.csv"); }).find(why), std::string::npos) << bad;
   }
+  // The path is shown escaped, as printable() escapes every text from a file.
+  EXPECT_NE(error_of([&] { path_inside(root / "grid", "cell\x1b[2J\n", "records.csv"); })
+                .find("the path 'cell\\x1b[2J\\x0a' holds a control character"), std::string::npos);
   fs::remove_all(root);
 }
 
@@ -517,12 +665,53 @@ TEST(Untrusted, CsvOfTinyFieldsIsRefusedWithinItsMemoryBudget) {
   // A file of commas would take 30 times its size as a table: refused once its
   // fields pass kCsvCellsPerByte times the file, naming the file and line.
   const std::string commas = "a" + std::string(8 << 20, ',') + "\n";
-  EXPECT_NE(error_of([&] { parse_csv(commas, "records.csv"); }).find("records.csv: not a pln record: over"),
+  EXPECT_NE(error_of([&] { parse_csv(commas, "records.csv"); }).find("records.csv: not a pln record: its fields would take over"),
             std::string::npos);
   // A record of numbers of a few digits each is well within it.
   std::string numbers = "x,y\n";
   for (int i = 0; i < 200000; ++i) numbers += "1,2\n";
   EXPECT_EQ(parse_csv(numbers, "eval.csv").rows.size(), 200000u);
+}
+
+// The growth of this process's peak resident memory while `work` runs, in
+// bytes: the peak is reset first (clear_refs 5), then read back (VmHWM).
+uint64_t peak_growth(const std::function<void()>& work) {
+  const auto status_kib = [](const std::string& key) -> uint64_t {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1)) * 1024;
+    }
+    return uint64_t{0};
+  };
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const uint64_t before = status_kib("VmRSS");
+  work();
+  return status_kib("VmHWM") - before;
+}
+
+// What csv.h states: reading a file of N bytes takes at most N (the text,
+// already held here) + kCsvCellsPerByte * N + kCsvCellsSlack. Tried with the
+// files that cost most per byte: commas, a wide header over rows of one field
+// (whose rows a reader reserving the header's width would each make wide),
+// and a valid table.
+TEST(Untrusted, CsvPeakMemoryIsProportionalToTheFile) {
+  const auto limit = [](const std::string& text) { return kCsvCellsPerByte * text.size() + kCsvCellsSlack; };
+  const auto try_parse = [](const std::string& text) {
+    try {
+      parse_csv(text, "records.csv");
+    } catch (const std::runtime_error&) {
+    }
+  };
+  const std::string commas = "a" + std::string(16 << 20, ',') + "\n";
+  EXPECT_LE(peak_growth([&] { try_parse(commas); }), limit(commas));
+  std::string wide = "a" + std::string(200000, ',') + "\n";
+  for (int i = 0; i < 20000; ++i) wide += "x\n";
+  EXPECT_LE(peak_growth([&] { try_parse(wide); }), limit(wide));
+  std::string numbers = "x,y,z\n";
+  for (int i = 0; i < 200000; ++i) numbers += "0.1234567890123456,2,3\n";
+  EXPECT_LE(peak_growth([&] { EXPECT_EQ(parse_csv(numbers, "eval.csv").rows.size(), 200000u); }), limit(numbers));
+  EXPECT_NE(error_of([&] { parse_csv(wide, "records.csv"); }).find("records.csv: row 1 has 1 fields, the header has "
+                                                                    "200001"), std::string::npos);
 }
 
 TEST(Untrusted, PrintableEscapesControlsAndBrokenUtf8) {
@@ -583,6 +772,35 @@ TEST(Untrusted, SafetensorsReaderChecksEveryField) {
   EXPECT_NE(error_of([] { parse_safetensors(std::string("\x40\0\0\0\0\0\0\0{}", 10), "ck"); })
                 .find("runs past the end of the file"), std::string::npos);
   EXPECT_NE(error_of([] { parse_safetensors("abc", "ck"); }).find("fewer than the 8"), std::string::npos);
+}
+
+// The header's limit, 16 MiB (eight times the biggest a pln checkpoint
+// writes), holds both ways: a longer one is refused before it is parsed, and
+// the writer refuses to write one no reader of pln's would read.
+TEST(Untrusted, SafetensorsHeaderLimitHoldsForReaderAndWriter) {
+  EXPECT_EQ(kMaxSafetensorsHeaderBytes, uint64_t{16} << 20);
+  std::string over(8 + kMaxSafetensorsHeaderBytes + 8, ' ');
+  const uint64_t n = kMaxSafetensorsHeaderBytes + 8;
+  for (int i = 0; i < 8; ++i) over[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  over[8] = '{';
+  EXPECT_NE(error_of([&] { parse_safetensors(over, "ck"); })
+                .find("the header's length (16777224 bytes) is over the limit of 16777216"), std::string::npos);
+  const std::string text(kMaxSafetensorsHeaderBytes, 'x');
+  EXPECT_THROW(safetensors_bytes({}, {{"state", text}}), std::length_error);
+  EXPECT_NO_THROW(safetensors_bytes({}, {{"state", std::string(kMaxSafetensorsHeaderBytes - 64, 'x')}}));
+  // The costliest JSON per byte (an empty object each 3 bytes, about 28
+  // times its text as nlohmann's values) at the limit: under half a GiB.
+  std::string header = "{\"a\":[";
+  while (header.size() + 5 < kMaxSafetensorsHeaderBytes) header += "{},";
+  header.back() = ']';
+  header += "}";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  const uint64_t growth = peak_growth([&] {
+    EXPECT_NE(error_of([&] { parse_safetensors(file, "ck"); }).find("tensor 'a' is not an object"), std::string::npos);
+  });
+  EXPECT_LT(growth, uint64_t{512} << 20);
 }
 
 TEST(DocTables, MarkersNamingPathsOutsideTheRepositoryAreRefused) {

@@ -4,13 +4,17 @@
 // resume without changing its records.
 
 #include "spec/experiment.h"
+#include "records/json.h"
+#include "records/safetensors.h"
 #include "run/run.h"
+#include "system/atomic_file.h"
 #include "experiment_helpers.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -20,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::error_of;
 using test::fresh_dir;
+using test::slurp;
 
 struct ResumeCase {
   std::string family;
@@ -127,6 +132,94 @@ TEST(Resume, PinnDivergingJustAfterACheckpoint) {
   EXPECT_EQ(whole.value("steps_done", int64_t{-1}), 1);
   EXPECT_TRUE(std::isfinite(whole.value("rel_l2", double(NAN))));
   EXPECT_TRUE(std::isfinite(whole.value("final_loss", double(NAN))));
+}
+
+// An evaluation whose errors are not finite (the parameters after a step of
+// lr 1e300) waits in the checkpoint for the next step's loss: written as
+// "inf" or "nan", it is read back, and the run resumes.
+TEST(Resume, PinnEvaluationNotFiniteInTheCheckpointResumes) {
+  const Config whole = expect_resumed_equals_whole(
+      {"pinn", {"steps=10", "checkpoint_every=1", "eval_every=1", "lr=1e300", "optimizer=sgd", "norm=none",
+                "act=tanh", "ntk_every=0"},
+       false, 2});
+  EXPECT_EQ(whole.value("diverged_at", int64_t{-1}), 1);
+}
+
+// The checkpoint `file` rewritten with its training state edited, its
+// tensors as they were.
+void edit_state(const fs::path& file, const std::function<void(Config&)>& edit) {
+  const std::string bytes = read_regular_file(file, uint64_t{1} << 30);
+  const auto parsed = parse_safetensors(bytes, file.string());
+  std::vector<SafetensorsBlob> blobs;
+  for (const auto& [name, entry] : parsed.tensors) {
+    blobs.push_back({name, entry.dtype, entry.shape,
+                     std::string_view(bytes).substr(parsed.data_start + entry.begin, entry.end - entry.begin)});
+  }
+  auto metadata = parsed.metadata;
+  Config state = Config::parse(metadata.at("state"));
+  edit(state);
+  metadata["state"] = state.dump();
+  write_file_atomic(file, safetensors_bytes(blobs, metadata));
+}
+
+// Every field of the training state is checked (present, of its type, within
+// this run's sizes, nothing unknown) before anything is built from it and
+// before "resumed" is printed; the error names the file and the field.
+TEST(Resume, EveryFieldOfTheTrainingStateIsCheckedBeforeResuming) {
+  torch::set_num_threads(1);
+  const auto& e = find_experiment("fourier");
+  const auto dir = fresh_dir("resume-crafted-state");
+  const Config config = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20"});
+  EXPECT_THROW(e.run(config, RunContext{dir, false, c10::kCPU, 1}), SessionStopped);
+  const auto file = dir / "checkpoint.safetensors";
+  const std::string original = slurp(file);
+  // The generator's state with left = next = 624: LibTorch's own check takes
+  // it, though its draws would read past the 624 words of the state.
+  const auto past_the_state = [](Config& state) {
+    auto hex = state["generators"]["default"].get<std::string>();
+    hex.replace(16, 8, "70020000");
+    hex.replace(32, 16, "7002000000000000");
+    state["generators"]["default"] = hex;
+  };
+  const std::vector<std::pair<std::function<void(Config&)>, std::string>> cases = {
+      {[](Config& s) { s["step"] = 41; }, "state.step is 41, not a count in 0..40"},
+      {[](Config& s) { s["epochs_done"] = 1; }, "state.epochs_done is 1, not a count in 0..0"},
+      {[](Config& s) { s["images_seen"] = -1; }, "state.images_seen is -1, not a count in 0..0"},
+      {[](Config& s) { s["logs"].erase("train.csv"); }, "state.logs.train.csv is missing"},
+      {[](Config& s) { s["logs"]["other.csv"] = "a\n"; }, "state.logs.other.csv is not a log this run keeps"},
+      {[](Config& s) { s["logs"]["train.csv"] = "x,y\n1,2\n"; },
+       "state.logs.train.csv has the columns (x,y), this run's are (step,loss,lr)"},
+      {[](Config& s) { s["logs"]["train.csv"] = 7; }, "state.logs.train.csv is not a string"},
+      {[](Config& s) { s["values"]["loss"] = Config::array({1}); }, "state.values.loss is [1], not a number"},
+      {[](Config& s) { s["values"].erase("loss"); }, "state.values.loss is missing"},
+      {[](Config& s) { s["values"]["best"] = 1; }, "state.values.best is not a value this run keeps"},
+      {[](Config& s) { s["train_seconds"] = "fast"; }, "state.train_seconds is \"fast\", not a number"},
+      {[](Config& s) { s["elapsed_seconds"] = "-inf"; }, "state.elapsed_seconds is -inf, not a finite number >= 0"},
+      {[](Config& s) { s["optimizer"]["lr"] = Config::array({"x"}); }, "state.optimizer.lr[0] is \"x\", not a number"},
+      {[](Config& s) { s["optimizer"]["steps"].begin().value() = 21; }, "not a count in 0..20 (this run's)"},
+      {[](Config& s) { s.erase("generators"); }, "state.generators is missing"},
+      {past_the_state, "state.generators.default: next is 624 with left 624"},
+  };
+  for (const auto& [edit, expected] : cases) {
+    write_file_atomic(file, original);
+    edit_state(file, edit);
+    testing::internal::CaptureStdout();
+    const auto message = error_of([&] { e.run(config, RunContext{dir, true, c10::kCPU, 1}); });
+    const auto said = testing::internal::GetCapturedStdout();
+    EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(said.find("resumed"), std::string::npos) << expected;
+  }
+  // A loss that is not finite is written "nan" and read back.
+  write_file_atomic(file, original);
+  edit_state(file, [](Config& s) {
+    EXPECT_TRUE(s["values"]["loss"].is_number());
+    s["values"]["loss"] = "nan";
+  });
+  testing::internal::CaptureStdout();
+  EXPECT_NO_THROW(e.run(config, RunContext{dir, true, c10::kCPU, 1}));
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("resumed from"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {

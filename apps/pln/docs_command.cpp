@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include <records/doc_tables.h>
+#include <system/atomic_file.h>
 
 #include <fmt/format.h>
 
@@ -34,13 +35,7 @@ void docs(const DocsArgs& args) {
   std::string tmpl = (fs::temp_directory_path() / "pln-docs-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
   const fs::path scratch(tmpl);
-  struct RemoveScratch {
-    const fs::path& dir;
-    ~RemoveScratch() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } remove_scratch{scratch};
+  const exp::RemovedOnExit remove_scratch(scratch);
   const auto result = exp::sync_doc_tables(root, files, scratch, args.update, [](const fs::path& dir, const fs::path& out) {
     plot_directory(dir.string(), out.string(), /*quiet=*/true);
   });

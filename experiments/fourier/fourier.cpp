@@ -134,7 +134,9 @@ Config run(const Config& c, const RunContext& ctx) {
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(schedule.lr));
   StepLog log(ctx.out / "train.csv", {"step", "loss", "lr"}, 1000);
   DivergenceGuard guard("fourier");
-  Checkpointer checkpoints(ctx, c, *net, optimizer, guard);
+  Checkpointer checkpoints(ctx, c, *net, optimizer, guard,
+                           StateLayout{s.steps, 0, 0, {{"train.csv", {log.table().header}}},
+                                       {{"loss", {{StateField::kNumber}}}}});
   TrainingState state;
   double loss_value = NAN;
   if (checkpoints.resume(state)) {

@@ -8,6 +8,7 @@
 #include "records/csv.h"
 #include "records/gnuplot.h"
 #include "records/statistics.h"
+#include "system/printable.h"
 #include "sweep/cells.h"
 
 #include <fmt/format.h>
@@ -66,12 +67,6 @@ double mean_of(const std::vector<double>& values) {
     if (std::isfinite(v)) sum += v, ++n;
   }
   return n ? sum / n : NAN;
-}
-
-std::string safe_name(const std::string& label) {
-  std::string safe;
-  for (char ch : label) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return safe;
 }
 
 std::string scale_label(double scale) {
@@ -234,7 +229,7 @@ void plot_vgg_grid(const fs::path& dir, const CsvTable& t, const fs::path& out) 
       }
       ++i;
     }
-    const auto file = data_dir / ("heat_" + safe_name(v) + ".csv");
+    const auto file = data_dir / ("heat_" + file_name_part(v) + ".csv");
     write_file_atomic(file, csv);
     // One colour bar, right of the last panel: every panel shares the scale [0, 1].
     if (k + 1 == variants.size()) {

@@ -220,6 +220,11 @@ class NtkLog {
     return last;  // the last set: "all"
   }
 
+  // The logs save() keeps, for the checkpoint's reader.
+  void declare(StateLayout& layout) const {
+    layout.logs["ntk.csv"] = {table_.header};
+    if (eigenvalues_) layout.logs["ntk_eigenvalues.csv"] = {eig_.header};
+  }
   void save(TrainingState& state) const {
     state.logs["ntk.csv"] = table_;
     if (eigenvalues_) state.logs["ntk_eigenvalues.csv"] = eig_;
@@ -307,7 +312,13 @@ Config run(const Config& c, const RunContext& ctx) {
       {"boundary", x_bd},
       {"all", torch::cat({s.problem.ntk_interior(s.dtype).to(ctx.device), x_bd})}};
   DivergenceGuard guard("pinn");
-  Checkpointer checkpoints(ctx, c, *net, *optimizer, guard);
+  StateLayout layout{s.steps, 0, 0,
+                     {{"train.csv", {train_log.table().header}}, {"eval.csv", {eval_log.table().header}}},
+                     {{"loss", {{StateField::kNumber}}},
+                      {kAwaitingLoss,
+                       {{StateField::kStep, StateField::kNumber, StateField::kNumber, StateField::kNumber}, false}}}};
+  ntk.declare(layout);
+  Checkpointer checkpoints(ctx, c, *net, *optimizer, guard, layout);
   TrainingState state;
   double loss_value = NAN;
   if (checkpoints.resume(state)) {

@@ -45,32 +45,25 @@ std::string CsvTable::get(size_t row, const std::string& name) const {
   return i ? rows.at(row).at(*i) : std::string();
 }
 
-CsvTable parse_csv(const std::string& raw, const std::string& source) {
-  // A spreadsheet that saves as "UTF-8 CSV" puts a byte-order mark first,
-  // which would otherwise become part of the first column's name.
-  const std::string_view bom = "\xEF\xBB\xBF";
-  std::string_view text = raw;
-  if (text.compare(0, bom.size(), bom) == 0) text.remove_prefix(bom.size());
-  // Each field costs a std::string (and each row a vector) beyond its bytes:
-  // a file of commas would take 30 times its size. The table is refused as
-  // soon as its fields would take more than kCsvCellsPerByte times the file.
-  const uint64_t budget = kCsvCellsPerByte * text.size() + kCsvCellsSlack;
-  uint64_t cells = 0;
-  std::vector<std::vector<std::string>> lines;
-  std::vector<std::string> record;
-  std::string field;
+namespace {
+
+// Walks CSV text as RFC 4180 reads it: sink.field(length, text, line) at the
+// end of each field (`text` holds its characters only when Sink::kBuilds) and
+// sink.end_record() at the end of each record that is not blank. Throws on an
+// unterminated quote, naming `source` and the line it opened on.
+template <typename Sink>
+void scan_csv(std::string_view text, const std::string& source, Sink& sink) {
+  std::string field;  // one field at a time, when building: never longer than the longest
+  if constexpr (Sink::kBuilds) field.reserve(sink.longest_field());
+  size_t length = 0, line_no = 1, record_line = 1;
   bool quoted = false, any = false;
-  size_t line_no = 1, record_line = 1;
-  auto end_field = [&] {
-    cells += sizeof(std::string);
-    if (cells > budget) {
-      throw std::runtime_error(fmt::format(
-          "{}: not a pln record: over {} fields by line {}, more than its {} bytes can hold as a table ({} bytes of "
-          "fields per byte of file at most)", source, cells / sizeof(std::string), line_no, text.size(),
-          kCsvCellsPerByte));
-    }
-    if (record.empty() && !lines.empty()) record.reserve(lines.front().size());
-    record.push_back(std::move(field));
+  const auto add = [&](char c) {
+    ++length;
+    if constexpr (Sink::kBuilds) field += c;
+  };
+  const auto end_field = [&] {
+    sink.field(length, field, line_no);
+    length = 0;
     field.clear();
   };
   for (size_t i = 0; i < text.size(); ++i) {
@@ -78,14 +71,14 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
     if (quoted) {
       if (c == '"') {
         if (i + 1 < text.size() && text[i + 1] == '"') {
-          field += '"';
+          add('"');
           ++i;
         } else {
           quoted = false;
         }
       } else {
         if (c == '\n') ++line_no;
-        field += c;
+        add(c);
       }
       continue;
     }
@@ -97,38 +90,122 @@ CsvTable parse_csv(const std::string& raw, const std::string& source) {
       any = true;
     } else if (c == '\n' || c == '\r') {
       if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      if (any || !field.empty()) {
+      if (any || length > 0) {
         end_field();
-        cells += sizeof(record);
-        lines.push_back(std::move(record));
-        record = {};
+        sink.end_record();
       }
       any = false;
       record_line = ++line_no;
     } else {
-      field += c;
+      add(c);
       any = true;
     }
   }
   if (quoted) {
-    throw std::runtime_error(fmt::format("{}: unterminated quoted field starting on line {}",
-                                         source, record_line));
+    throw std::runtime_error(fmt::format("{}: unterminated quoted field starting on line {}", source, record_line));
   }
-  if (any || !field.empty()) {
+  if (any || length > 0) {
     end_field();
-    lines.push_back(std::move(record));
+    sink.end_record();
   }
-  CsvTable table;
-  if (lines.empty()) throw std::runtime_error(source + ": empty CSV, no header");
-  table.header = std::move(lines.front());
-  for (size_t r = 1; r < lines.size(); ++r) {
-    if (lines[r].size() != table.header.size()) {
-      throw std::runtime_error(fmt::format("{}: row {} has {} fields, the header has {}", source,
-                                           r, lines[r].size(), table.header.size()));
+}
+
+// The bytes a field of `length` characters takes in a table: the std::string,
+// and beyond the 15 characters it holds inline, its heap block as malloc
+// rounds it (the characters, the terminating zero, 8 bytes of bookkeeping, in
+// steps of 16).
+uint64_t field_bytes(size_t length) {
+  return sizeof(std::string) + (length > 15 ? (uint64_t{length} + 1 + 8 + 15) / 16 * 16 : 0);
+}
+
+// The first pass: the table's shape and the memory it will take, checked
+// before anything is allocated. Every record must have the header's fields.
+class CsvShape {
+ public:
+  static constexpr bool kBuilds = false;
+  CsvShape(const std::string& source, uint64_t text_bytes)
+      : source_(source), text_bytes_(text_bytes), budget_(kCsvCellsPerByte * text_bytes + kCsvCellsSlack) {}
+
+  void field(size_t length, const std::string&, size_t line) {
+    ++in_record_;
+    if (length > longest) charge(length - longest, line);  // the one field being read, when building
+    longest = std::max(longest, length);
+    charge(field_bytes(length), line);
+  }
+  void end_record() {
+    if (records == 0) {
+      header = in_record_;
+    } else if (in_record_ != header) {
+      throw std::runtime_error(fmt::format("{}: row {} has {} fields, the header has {}", source_, records,
+                                           in_record_, header));
     }
-    table.rows.push_back(std::move(lines[r]));
+    // The row's vector, and its array's malloc bookkeeping.
+    charge(sizeof(std::vector<std::string>) + 16, 0);
+    ++records;
+    in_record_ = 0;
   }
-  return table;
+
+  size_t header = 0, records = 0, longest = 0;
+
+ private:
+  void charge(uint64_t bytes, size_t line) {
+    bytes_ += bytes;
+    if (bytes_ > budget_) {
+      throw std::runtime_error(fmt::format(
+          "{}: not a pln record: its fields would take over {} bytes by line {}, more than its {} bytes can hold as "
+          "a table ({} bytes per byte of file, and {} MiB, at most)", source_, budget_, line, text_bytes_,
+          kCsvCellsPerByte, kCsvCellsSlack >> 20));
+    }
+  }
+
+  const std::string& source_;
+  uint64_t text_bytes_, budget_, bytes_ = 0;
+  size_t in_record_ = 0;
+};
+
+// The second pass: the fields copied into a table allocated to its exact size.
+class CsvBuilder {
+ public:
+  static constexpr bool kBuilds = true;
+  explicit CsvBuilder(const CsvShape& shape) : width_(shape.header), longest_(shape.longest) {
+    table.rows.reserve(shape.records - 1);
+    record_.reserve(width_);
+  }
+  size_t longest_field() const { return longest_; }
+  void field(size_t, const std::string& text, size_t) { record_.emplace_back(text); }  // a copy: exactly its size
+  void end_record() {
+    if (table.header.empty()) table.header = std::move(record_);
+    else table.rows.push_back(std::move(record_));
+    record_ = {};
+    record_.reserve(width_);
+  }
+
+  CsvTable table;
+
+ private:
+  size_t width_, longest_;
+  std::vector<std::string> record_;
+};
+
+}  // namespace
+
+CsvTable parse_csv(const std::string& raw, const std::string& source) {
+  // A spreadsheet that saves as "UTF-8 CSV" puts a byte-order mark first,
+  // which would otherwise become part of the first column's name.
+  const std::string_view bom = "\xEF\xBB\xBF";
+  std::string_view text = raw;
+  if (text.compare(0, bom.size(), bom) == 0) text.remove_prefix(bom.size());
+  // Each field costs a std::string (and each row a vector) beyond its bytes:
+  // a file of commas would take 30 times its size. A first pass measures the
+  // table and refuses it when it would take more than kCsvCellsPerByte times
+  // the text; the second allocates every row and field to its exact size, so
+  // that nothing grows by doubling past what was measured.
+  CsvShape shape(source, text.size());
+  scan_csv(text, source, shape);
+  if (shape.records == 0) throw std::runtime_error(source + ": empty CSV, no header");
+  CsvBuilder builder(shape);
+  scan_csv(text, source, builder);
+  return std::move(builder.table);
 }
 
 CsvTable read_csv(const std::filesystem::path& path) {

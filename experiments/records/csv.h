@@ -27,16 +27,20 @@ struct CsvTable {
 /// solution.csv on a 1001 x 1001 grid) is about 60 MB; a bigger file is not a
 /// record, and reading it holds it whole in memory.
 constexpr uint64_t kMaxCsvBytes = uint64_t{256} << 20;
-/// The memory a table's fields may take beyond the text, per byte of the
-/// text, and a floor for small files: a parsed table holds at most about
-/// nine times its file (the text, then its fields). pln's records take 1 to 6
-/// bytes of fields per byte (numbers of several digits each).
+/// The memory a table may take beyond its text, per byte of the text, and a
+/// floor for small files: parse_csv measures a table before it allocates it
+/// (each field's std::string and heap block, each row's vector) and refuses
+/// one that would take more, so that reading a file of N bytes takes at most
+/// N + kCsvCellsPerByte * N + kCsvCellsSlack bytes (the text, then the table;
+/// the test CsvPeakMemoryIsProportionalToTheFile measures it). pln's records
+/// take 2 to 6 bytes of table per byte (numbers of several digits each).
 constexpr uint64_t kCsvCellsPerByte = 8;
 constexpr uint64_t kCsvCellsSlack = uint64_t{16} << 20;
 
-/// Parses CSV text; throws std::runtime_error naming `source` and the line on
-/// a row whose field count differs from the header's, an unterminated quote,
-/// or more fields than kCsvCellsPerByte allows the text.
+/// Parses CSV text; throws std::runtime_error naming `source` and the line or
+/// row on a row whose field count differs from the header's, an unterminated
+/// quote, or a table larger than kCsvCellsPerByte allows the text, before
+/// anything is allocated for the table.
 CsvTable parse_csv(const std::string& text, const std::string& source);
 CsvTable read_csv(const std::filesystem::path& path);
 std::string to_csv(const CsvTable& table);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -107,21 +109,24 @@ void render_figure(const std::filesystem::path& base, const std::string& body, i
       {"svg", fmt::format("set terminal svg size {},{} dynamic font 'sans,10'", width, height)},
   };
   for (const auto& o : outputs) {
-    const auto target = name + "." + o.ext;
-    // gnuplot runs in this process's working directory, where the data paths
-    // in `body` (built from the caller's paths, relative or not) resolve.
-    const std::string setup =
-        fmt::format("{}; set output {}", o.terminal, gnuplot_quote((dir / (target + ".tmp")).string()));
+    const auto target = dir / (name + "." + o.ext);
+    // gnuplot writes into a fresh file of pln's own (never through a file or
+    // link planted under a predictable name), renamed over the figure once
+    // complete. It runs in this process's working directory, where the data
+    // paths in `body` (built from the caller's paths, relative or not) resolve.
+    const auto temporary = create_temporary_beside(target);
+    ::close(temporary.fd);
+    const std::string setup = fmt::format("{}; set output {}", o.terminal, gnuplot_quote(temporary.path.string()));
     const auto log = dir / (name + ".gnuplot.log");
     const int code = run_process({"gnuplot", "-e", setup, (dir / (name + ".gp")).string()}, log);
     const auto message = tail_of(log, 6);
     std::filesystem::remove(log);
     if (code != 0) {
-      std::filesystem::remove(dir / (target + ".tmp"));
+      std::filesystem::remove(temporary.path);
       throw std::runtime_error(fmt::format("gnuplot failed on {} (exit {}): {}",
                                            (dir / (name + ".gp")).string(), code, message));
     }
-    std::filesystem::rename(dir / (target + ".tmp"), dir / target);
+    std::filesystem::rename(temporary.path, target);
   }
 }
 

@@ -14,24 +14,52 @@ namespace pln::exp {
 
 namespace {
 
-struct TooDeep {};
+// A first pass over the text that builds nothing and stops at the first
+// nesting level past the limit. (nlohmann's parser with a callback would
+// check as it builds, but its callback parser scans the enclosing array at
+// the end of each object: a text of N empty objects takes N^2 / 2 steps.)
+class DepthCheck : public nlohmann::json_sax<Config> {
+ public:
+  bool too_deep = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return leave(); }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool enter() {
+    too_deep = ++depth_ > kMaxJsonDepth;
+    return !too_deep;
+  }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+};
 
 }  // namespace
 
 Config parse_json_text(const std::string& text, const std::string& source) {
-  // nlohmann's parser keeps its own stack, but it builds what it reads: the
-  // callback refuses a nesting level before anything that deep exists.
-  const Config::parser_callback_t limit_depth = [](int depth, nlohmann::json::parse_event_t event, Config&) {
-    if (event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) {
-      if (depth >= kMaxJsonDepth) throw TooDeep{};
-    }
-    return true;
-  };
-  try {
-    return Config::parse(text, limit_depth);
-  } catch (const TooDeep&) {
+  // Nothing is built from a text nested deeper than the limit (copies and
+  // comparisons of what was built would recurse that deep).
+  DepthCheck depth;
+  Config::sax_parse(text, &depth);
+  if (depth.too_deep) {
     throw std::runtime_error(fmt::format("{}: not a pln record: JSON nested deeper than {} levels", source,
                                          kMaxJsonDepth));
+  }
+  try {
+    return Config::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(source + ": not valid JSON: " + e.what());
   }

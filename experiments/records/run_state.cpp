@@ -38,10 +38,9 @@ bool runs_here(long pid, const fs::path& run_dir) {
   return cmdline.find(run_dir.filename().string()) != std::string::npos;
 }
 
-std::string last_line(const fs::path& log) {
-  std::string tail = tail_of(log, 1);
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  return tail;
+std::string without_line_end(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
 }
 
 }  // namespace
@@ -76,8 +75,10 @@ CellStatus cell_status(const fs::path& run_dir, bool finished) {
       return {CellState::kPending, "interrupted (unreadable running.json)"};
     }
   }
-  const auto log = run_dir / "run.log";
-  if (fs::exists(log) && fs::file_size(log) > 0) return {CellState::kFailed, printable(last_line(log), true)};
+  // run.log is read as tail_of reads it: never through a link, its end only.
+  if (const auto last = tail_of(run_dir / "run.log", 1); !last.empty()) {
+    return {CellState::kFailed, printable(without_line_end(last), true)};
+  }
   return {CellState::kPending, ""};
 }
 

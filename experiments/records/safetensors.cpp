@@ -176,6 +176,10 @@ std::string safetensors_bytes(const std::vector<SafetensorsBlob>& tensors,
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
+  if (text.size() > kMaxSafetensorsHeaderBytes) {
+    throw std::length_error(fmt::format("safetensors: the header would be {} bytes, over the limit of {} that pln "
+                                        "reads", text.size(), kMaxSafetensorsHeaderBytes));
+  }
   std::string out;
   out.reserve(8 + text.size() + at);
   for (int i = 0; i < 8; ++i) out += static_cast<char>((text.size() >> (8 * i)) & 0xff);

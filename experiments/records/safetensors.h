@@ -30,8 +30,16 @@ struct SafetensorsFile {
   uint64_t data_start = 0;      ///< where the data begins in the file: 8 + N
 };
 
-/// The header's largest size: the Python and Rust readers' own limit.
-constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+/// The header's largest size, read or written. The biggest a pln checkpoint
+/// writes is pinn's paper preset's at its last checkpoint, about 2 MB (the
+/// training state holds train.csv's 20,000 rows, 85 to 100 bytes each as
+/// escaped JSON text; every other preset's is smaller); the limit is eight
+/// times that. It bounds what parsing a crafted header can take: nlohmann's
+/// values cost up to about 30 times their text (`[{},{},...]`), so under half
+/// a GiB, where the Python and Rust readers' own limit, 100 MB, would allow
+/// 3 GB. A run whose header would pass it (a very long one that logs every
+/// step) is told to log less often or keep no checkpoint.
+constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t{16} << 20;
 /// The most dimensions a tensor may have.
 constexpr size_t kMaxSafetensorsRank = 8;
 
@@ -69,7 +77,9 @@ struct SafetensorsBlob {
 
 /// A safetensors file of `tensors` in their order and `metadata`; the header
 /// is padded with spaces so that the data starts at a multiple of 8 bytes.
-/// Throws std::invalid_argument when a tensor's bytes do not match its shape.
+/// Throws std::invalid_argument when a tensor's bytes do not match its shape,
+/// and std::length_error stating both sizes when the header would be larger
+/// than kMaxSafetensorsHeaderBytes (no reader of pln's would read it).
 std::string safetensors_bytes(const std::vector<SafetensorsBlob>& tensors,
                               const std::map<std::string, std::string>& metadata);
 

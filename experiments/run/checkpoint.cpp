@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -95,69 +97,69 @@ struct OptimizerKind {
   bool counts_steps = false;
 };
 
-OptimizerKind optimizer_kind(const torch::optim::Optimizer& optimizer) {
-  const auto amsgrad = [&](auto* options_type) {
-    for (const auto& group : optimizer.param_groups()) {
-      if (static_cast<const std::remove_pointer_t<decltype(options_type)>&>(group.options()).amsgrad()) return true;
-    }
-    return false;
-  };
-  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) {
-    OptimizerKind kind{"adam", {"exp_avg", "exp_avg_sq"}, true};
-    if (amsgrad(static_cast<torch::optim::AdamOptions*>(nullptr))) kind.tensors.push_back("max_exp_avg_sq");
-    return kind;
+// One parameter's optimiser state: its named tensors and its step count.
+struct ParameterState {
+  std::map<std::string, torch::Tensor> tensors;
+  int64_t step = 0;
+};
+
+// Adam and AdamW keep the same state under two names (LibTorch declares each
+// twice): these read and build either.
+template <typename Options>
+OptimizerKind adam_kind(const std::string& name, const torch::optim::Optimizer& optimizer) {
+  OptimizerKind kind{name, {"exp_avg", "exp_avg_sq"}, true};
+  const auto& groups = optimizer.param_groups();
+  if (std::any_of(groups.begin(), groups.end(),
+                  [](const auto& group) { return static_cast<const Options&>(group.options()).amsgrad(); })) {
+    kind.tensors.push_back("max_exp_avg_sq");
   }
+  return kind;
+}
+
+template <typename AdamState>
+ParameterState adam_state_of(const AdamState& state) {
+  return {{{"exp_avg", state.exp_avg()}, {"exp_avg_sq", state.exp_avg_sq()}, {"max_exp_avg_sq", state.max_exp_avg_sq()}},
+          state.step()};
+}
+
+template <typename AdamState>
+std::unique_ptr<torch::optim::OptimizerParamState> make_adam_state(const ParameterState& saved) {
+  auto state = std::make_unique<AdamState>();
+  state->step(saved.step);
+  state->exp_avg(saved.tensors.at("exp_avg"));
+  state->exp_avg_sq(saved.tensors.at("exp_avg_sq"));
+  if (const auto it = saved.tensors.find("max_exp_avg_sq"); it != saved.tensors.end()) state->max_exp_avg_sq(it->second);
+  return state;
+}
+
+OptimizerKind optimizer_kind(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return adam_kind<torch::optim::AdamOptions>("adam", optimizer);
   if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) {
-    OptimizerKind kind{"adamw", {"exp_avg", "exp_avg_sq"}, true};
-    if (amsgrad(static_cast<torch::optim::AdamWOptions*>(nullptr))) kind.tensors.push_back("max_exp_avg_sq");
-    return kind;
+    return adam_kind<torch::optim::AdamWOptions>("adamw", optimizer);
   }
   if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return {"sgd", {"momentum_buffer"}, false};
   throw std::logic_error("checkpoint: an optimiser other than Adam, AdamW or SGD");
 }
 
-// One parameter's optimiser state as named tensors, and back.
-std::map<std::string, torch::Tensor> state_tensors(const torch::optim::OptimizerParamState& state) {
-  std::map<std::string, torch::Tensor> out;
-  if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(&state)) {
-    out = {{"exp_avg", adam->exp_avg()}, {"exp_avg_sq", adam->exp_avg_sq()}, {"max_exp_avg_sq", adam->max_exp_avg_sq()}};
-  } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) {
-    out = {{"exp_avg", adamw->exp_avg()}, {"exp_avg_sq", adamw->exp_avg_sq()},
-           {"max_exp_avg_sq", adamw->max_exp_avg_sq()}};
-  } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(&state)) {
-    out = {{"momentum_buffer", sgd->momentum_buffer()}};
+// One parameter's optimiser state, its undefined tensors left out.
+ParameterState parameter_state(const torch::optim::OptimizerParamState& state) {
+  ParameterState out;
+  if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(&state)) out = adam_state_of(*adam);
+  else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) out = adam_state_of(*adamw);
+  else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(&state)) {
+    out.tensors = {{"momentum_buffer", sgd->momentum_buffer()}};
   }
-  for (auto it = out.begin(); it != out.end();) it = it->second.defined() ? std::next(it) : out.erase(it);
+  for (auto it = out.tensors.begin(); it != out.tensors.end();) {
+    it = it->second.defined() ? std::next(it) : out.tensors.erase(it);
+  }
   return out;
 }
 
-int64_t state_step(const torch::optim::OptimizerParamState& state) {
-  if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(&state)) return adam->step();
-  if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) return adamw->step();
-  return 0;
-}
-
-std::unique_ptr<torch::optim::OptimizerParamState> make_state(const std::string& kind, int64_t step,
-                                                              std::map<std::string, torch::Tensor>& tensors) {
-  auto take = [&](const char* name) { return tensors.count(name) ? tensors.at(name) : torch::Tensor(); };
-  if (kind == "adam") {
-    auto state = std::make_unique<torch::optim::AdamParamState>();
-    state->step(step);
-    state->exp_avg(take("exp_avg"));
-    state->exp_avg_sq(take("exp_avg_sq"));
-    if (tensors.count("max_exp_avg_sq")) state->max_exp_avg_sq(take("max_exp_avg_sq"));
-    return state;
-  }
-  if (kind == "adamw") {
-    auto state = std::make_unique<torch::optim::AdamWParamState>();
-    state->step(step);
-    state->exp_avg(take("exp_avg"));
-    state->exp_avg_sq(take("exp_avg_sq"));
-    if (tensors.count("max_exp_avg_sq")) state->max_exp_avg_sq(take("max_exp_avg_sq"));
-    return state;
-  }
+std::unique_ptr<torch::optim::OptimizerParamState> make_state(const std::string& kind, const ParameterState& saved) {
+  if (kind == "adam") return make_adam_state<torch::optim::AdamParamState>(saved);
+  if (kind == "adamw") return make_adam_state<torch::optim::AdamWParamState>(saved);
   auto state = std::make_unique<torch::optim::SGDParamState>();
-  state->momentum_buffer(take("momentum_buffer"));
+  state->momentum_buffer(saved.tensors.at("momentum_buffer"));
   return state;
 }
 
@@ -196,6 +198,14 @@ Parts parts_of(torch::nn::Module& network, torch::optim::Optimizer& optimizer) {
   return parts;
 }
 
+// The optimiser's parameter of that network name; nullptr when none is.
+const torch::Tensor* parameter_named(const Parts& parts, const std::string& name) {
+  for (const auto& [parameter_name, p] : parts.parameters) {
+    if (parameter_name == name) return &p;
+  }
+  return nullptr;
+}
+
 std::string hex(const torch::Tensor& bytes) {
   const auto cpu = bytes.contiguous().cpu();
   std::string out;
@@ -211,7 +221,9 @@ torch::Tensor generator_state(at::Generator generator) {
 
 // The counters, the loop's values, the logs (as CSV text, whose numbers
 // round-trip exactly and whose NaN is ""), the optimiser's step counts and
-// learning rates, and the generators' states (hex), as one JSON document.
+// learning rates, and the generators' states (hex), as one JSON document;
+// a number that is not finite (a loss gone NaN) as "nan", "inf" or "-inf",
+// which JSON can hold and the reader takes back.
 Config state_document(const TrainingState& state, const Parts& parts, torch::optim::Optimizer& optimizer,
                       size_t last_finite, const at::Generator* generator) {
   Config logs = Config::object(), steps = Config::object(), rates = Config::array();
@@ -219,16 +231,17 @@ Config state_document(const TrainingState& state, const Parts& parts, torch::opt
   auto& states = optimizer.state();
   for (const auto& [name, p] : parts.parameters) {
     const auto it = states.find(state_key(states, p));
-    if (it != states.end()) steps[name] = state_step(*it->second);
+    if (it != states.end()) steps[name] = parameter_state(*it->second).step;
   }
   for (const auto& group : optimizer.param_groups()) rates.push_back(group.options().get_lr());
   Config generators = {{"default", hex(generator_state(at::detail::getDefaultCPUGenerator()))}};
   if (generator) generators["loop"] = hex(generator_state(*generator));
-  return Config{{"step", state.step}, {"epochs_done", state.epochs_done}, {"images_seen", state.images_seen},
-                {"train_seconds", state.train_seconds}, {"elapsed_seconds", state.elapsed_seconds},
-                {"values", state.values}, {"logs", logs},
-                {"optimizer", {{"kind", parts.kind.name}, {"steps", steps}, {"lr", rates}}},
-                {"last_finite", last_finite}, {"generators", generators}};
+  return non_finite_as_text(Config{{"step", state.step}, {"epochs_done", state.epochs_done},
+                                  {"images_seen", state.images_seen}, {"train_seconds", state.train_seconds},
+                                  {"elapsed_seconds", state.elapsed_seconds}, {"values", state.values},
+                                  {"logs", logs},
+                                  {"optimizer", {{"kind", parts.kind.name}, {"steps", steps}, {"lr", rates}}},
+                                  {"last_finite", last_finite}, {"generators", generators}});
 }
 
 std::string_view raw_bytes(const torch::Tensor& cpu) {
@@ -246,7 +259,9 @@ void save_checkpoint(const fs::path& file, const Config& config, torch::nn::Modu
   for (const auto& [name, p] : parts.parameters) {
     const auto it = states.find(state_key(states, p));
     if (it == states.end()) continue;
-    for (const auto& [part, t] : state_tensors(*it->second)) tensors.emplace_back("optimizer." + name + "." + part, t);
+    for (const auto& [part, t] : parameter_state(*it->second).tensors) {
+      tensors.emplace_back("optimizer." + name + "." + part, t);
+    }
   }
   const auto& copies = last_finite.copies();
   for (size_t i = 0; i < copies.size() && i < parts.network_parameters; ++i) {
@@ -260,82 +275,52 @@ void save_checkpoint(const fs::path& file, const Config& config, torch::nn::Modu
   }
   for (size_t i = 0; i < blobs.size(); ++i) blobs[i].bytes = raw_bytes(host[i]);
   const Config document = state_document(state, parts, optimizer, copies.size(), generator);
-  write_file_atomic(file, safetensors_bytes(blobs, {{"format", kFormat}, {"config", config.dump()},
-                                                    {"state", document.dump()}}));
+  std::string bytes;
+  try {
+    bytes = safetensors_bytes(blobs, {{"format", kFormat}, {"config", config.dump()}, {"state", document.dump()}});
+  } catch (const std::length_error& e) {
+    throw std::runtime_error(fmt::format(
+        "checkpoint {}: {} (its training state holds every log row so far): set log_every higher, or "
+        "checkpoint_every=0 to keep no checkpoint", file.string(), e.what()));
+  }
+  write_file_atomic(file, bytes);
 }
 
 // ------------------------------------------------------ what is loaded ---
 
-// A JSON field of the training state, of the type asked for, or an error
-// naming it; an integer count is also held within [0, limit].
-const Config& state_field(const Config& doc, const std::string& key, const std::string& where) {
-  const auto it = doc.find(key);
-  if (it == doc.end()) throw std::runtime_error(fmt::format("{}.{} is missing", where, key));
-  return *it;
-}
-
-int64_t count_field(const Config& doc, const std::string& key, const std::string& where, int64_t limit) {
-  const auto& value = state_field(doc, key, where);
-  if (!value.is_number_integer() || value.get<int64_t>() < 0 || (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(limit)) ||
-      value.get<int64_t>() > limit) {
-    throw std::runtime_error(fmt::format("{}.{} is {}, not a count in 0..{}", where, key, value.dump(), limit));
+// A generator's saved state, read and checked, as a tensor set_state takes.
+torch::Tensor saved_generator_state(const Config& doc, const std::string& key, at::Generator generator,
+                                    const std::string& where) {
+  static_assert(at::MERSENNE_STATE_N == kMersenneStateWords, "the mt19937 state's words");
+  if (generator_state(generator).numel() != static_cast<int64_t>(kCpuGeneratorStateBytes)) {
+    throw std::logic_error(fmt::format("checkpoint: LibTorch's CPU generator state is {} bytes, not the {} pln reads",
+                                       generator_state(generator).numel(), kCpuGeneratorStateBytes));
   }
-  return value.get<int64_t>();
-}
-
-double number_field(const Config& doc, const std::string& key, const std::string& where) {
-  const auto& value = state_field(doc, key, where);
-  if (!value.is_number()) throw std::runtime_error(fmt::format("{}.{} is {}, not a number", where, key, value.dump()));
-  return value.get<double>();
-}
-
-const Config& object_field(const Config& doc, const std::string& key, const std::string& where) {
-  const auto& value = state_field(doc, key, where);
-  if (!value.is_object()) throw std::runtime_error(fmt::format("{}.{} is not an object", where, key));
-  return value;
-}
-
-std::string string_field(const Config& doc, const std::string& key, const std::string& where) {
-  const auto& value = state_field(doc, key, where);
-  if (!value.is_string()) throw std::runtime_error(fmt::format("{}.{} is not a string", where, key));
-  return value.get<std::string>();
-}
-
-// The bytes of a hex string of `length` bytes, into a uint8 tensor.
-torch::Tensor from_hex(const std::string& text, int64_t length, const std::string& where) {
-  if (static_cast<int64_t>(text.size()) != 2 * length) {
-    throw std::runtime_error(fmt::format("{} holds {} hex digits, this generator's state is {} bytes", where,
-                                         text.size(), length));
-  }
-  auto out = torch::empty({length}, torch::kUInt8);
-  auto* data = out.data_ptr<uint8_t>();
-  auto digit = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw std::runtime_error(fmt::format("{} is not lowercase hex", where));
-  };
-  for (int64_t i = 0; i < length; ++i) data[i] = static_cast<uint8_t>(digit(text[2 * i]) << 4 | digit(text[2 * i + 1]));
+  const std::string bytes = read_generator_state(doc, key, where);
+  auto out = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
   return out;
 }
 
-// The largest count a checkpoint may hold: the training loops count steps,
-// epochs and images in int64, and JSON keeps integers exact to 2^53.
-constexpr int64_t kMaxCount = int64_t{1} << 53;
+void set_generator_state(at::Generator generator, const torch::Tensor& bytes) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(bytes);
+}
 
 // Loads `file` into the network, the optimiser, the guard, the generators and
 // `state`: everything is read and checked (the header, every tensor against
-// this run's, the training state's fields and counts against this run's
-// sizes) before anything is built or changed.
-void load_checkpoint(const fs::path& file, const Config& config, torch::nn::Module& network,
-                     torch::optim::Optimizer& optimizer, TrainingState& state, ParameterSnapshot& last_finite,
-                     at::Generator* generator) {
+// this run's, the training state's fields against the layout and this run's
+// sizes, the generators' states) before anything is built or changed.
+void load_checkpoint(const fs::path& file, const Config& config, const StateLayout& layout,
+                     torch::nn::Module& network, torch::optim::Optimizer& optimizer, TrainingState& state,
+                     ParameterSnapshot& last_finite, at::Generator* generator) {
   const std::string source = file.string();
   const Parts parts = parts_of(network, optimizer);
   // The largest file this run's checkpoint can be: its header, the network,
-  // every optimiser tensor and the last finite copies.
+  // every optimiser tensor and the last finite copies of the parameters.
   uint64_t most = 8 + kMaxSafetensorsHeaderBytes;
   for (const auto& [name, t] : parts.model) most += t.nbytes();
-  for (const auto& [name, p] : parts.parameters) most += (parts.kind.tensors.size() + 1) * p.nbytes();
+  for (const auto& [name, p] : parts.parameters) most += parts.kind.tensors.size() * p.nbytes();
   for (size_t i = 0; i < parts.network_parameters; ++i) most += parts.model[i].second.nbytes();
   const std::string bytes = read_regular_file(file, most);
   const SafetensorsFile header = parse_safetensors(bytes, source);
@@ -357,72 +342,33 @@ void load_checkpoint(const fs::path& file, const Config& config, torch::nn::Modu
         fmt::join(diff, "; ")));
   }
   const Config doc = parse_json_text(meta("state"), source + ": __metadata__.state");
-  if (!doc.is_object()) throw corrupt("__metadata__.state is not an object");
   const std::string where = source + ": state";
 
   TrainingState loaded;
   try {
-    loaded.step = count_field(doc, "step", where, kMaxCount);
-    loaded.epochs_done = count_field(doc, "epochs_done", where, kMaxCount);
-    loaded.images_seen = count_field(doc, "images_seen", where, kMaxCount);
-    loaded.train_seconds = number_field(doc, "train_seconds", where);
-    loaded.elapsed_seconds = number_field(doc, "elapsed_seconds", where);
-    loaded.values = object_field(doc, "values", where);
-    for (const auto& item : object_field(doc, "logs", where).items()) {
-      if (!item.value().is_string()) throw std::runtime_error(fmt::format("{}.logs.{} is not a string", where, item.key()));
-      loaded.logs[item.key()] = parse_csv(item.value().get<std::string>(), fmt::format("{}.logs.{}", where, item.key()));
-    }
-    // The optimiser: its kind, which parameters have state (with their step
-    // counts, at most the steps taken) and each group's learning rate.
-    const Config& saved_optimizer = object_field(doc, "optimizer", where);
-    const std::string at_optimizer = where + ".optimizer";
-    if (string_field(saved_optimizer, "kind", at_optimizer) != parts.kind.name) {
-      throw std::runtime_error(fmt::format("{}.kind is '{}', this run's optimiser is {}", at_optimizer,
-                                           saved_optimizer.at("kind").get<std::string>(), parts.kind.name));
-    }
-    const Config& steps = object_field(saved_optimizer, "steps", at_optimizer);
+    // The loop's state, the optimiser's counts and rates, and the guard's
+    // copies of the last parameters with a finite loss, against this run.
+    loaded = read_training_state(doc, layout, where);
+    std::vector<std::string> parameter_names;
+    for (const auto& [name, p] : parts.parameters) parameter_names.push_back(name);
+    const size_t groups = optimizer.param_groups().size();
+    const SavedOptimizer saved_optimizer =
+        read_saved_optimizer(doc, parts.kind.name, parameter_names, groups, loaded.step, where);
+    const int64_t kept = read_last_finite_count(doc, static_cast<int64_t>(parts.network_parameters), where);
+    // The tensors, each of this run's dtype and shape.
     std::map<std::string, ExpectedTensor> expected;
     for (const auto& [name, t] : parts.model) expected["model." + name] = expected_like(t);
-    std::map<std::string, int64_t> with_state;
-    for (const auto& item : steps.items()) {
-      const auto p = std::find_if(parts.parameters.begin(), parts.parameters.end(),
-                                  [&](const auto& named) { return named.first == item.key(); });
-      if (p == parts.parameters.end()) {
-        throw std::runtime_error(fmt::format("{}.steps names '{}', not a parameter of this run's optimiser",
-                                             at_optimizer, printable(item.key())));
-      }
-      with_state[item.key()] = count_field(steps, item.key(), at_optimizer + ".steps", loaded.step);
+    for (const auto& [name, step] : saved_optimizer.steps) {
       for (const auto& field_name : parts.kind.tensors) {
-        expected["optimizer." + item.key() + "." + field_name] = expected_like(p->second);
+        expected["optimizer." + name + "." + field_name] = expected_like(*parameter_named(parts, name));
       }
-    }
-    const Config& rates = state_field(saved_optimizer, "lr", at_optimizer);
-    if (!rates.is_array() || rates.size() != optimizer.param_groups().size() ||
-        !std::all_of(rates.begin(), rates.end(), [](const Config& r) { return r.is_number(); })) {
-      throw std::runtime_error(fmt::format("{}.lr is not a list of {} numbers, one per parameter group", at_optimizer,
-                                           optimizer.param_groups().size()));
-    }
-    // The guard's copies of the last parameters with a finite loss: none
-    // (before the first step) or one per parameter of the network.
-    const auto parameters = static_cast<int64_t>(parts.network_parameters);
-    const int64_t kept = count_field(doc, "last_finite", where, parameters);
-    if (kept != 0 && kept != parameters) {
-      throw std::runtime_error(fmt::format("{}.last_finite is {}, neither 0 nor this network's {} parameters", where,
-                                           kept, parameters));
     }
     for (int64_t i = 0; i < kept; ++i) {
       expected["last_finite." + parts.model[i].first] = expected_like(parts.model[i].second);
     }
     check_tensors(header, expected, source);
-    const Config& generators = object_field(doc, "generators", where);
-    const auto default_state = from_hex(string_field(generators, "default", where + ".generators"),
-                                        generator_state(at::detail::getDefaultCPUGenerator()).numel(),
-                                        where + ".generators.default");
-    torch::Tensor loop_state;
-    if (generator) {
-      loop_state = from_hex(string_field(generators, "loop", where + ".generators"),
-                            generator_state(*generator).numel(), where + ".generators.loop");
-    }
+    const auto default_state = saved_generator_state(doc, "default", at::detail::getDefaultCPUGenerator(), where);
+    const auto loop_state = generator ? saved_generator_state(doc, "loop", *generator, where) : torch::Tensor();
 
     // Checked: now built, each tensor copied from the file's bytes.
     auto tensor = [&](const std::string& name, const torch::Tensor& like) {
@@ -437,34 +383,24 @@ void load_checkpoint(const fs::path& file, const Config& config, torch::nn::Modu
     for (int64_t i = 0; i < kept; ++i) {
       copies.push_back(tensor("last_finite." + parts.model[i].first, parts.model[i].second));
     }
-    std::map<std::string, std::map<std::string, torch::Tensor>> optimizer_values;
-    for (const auto& [name, step] : with_state) {
-      const auto& p = std::find_if(parts.parameters.begin(), parts.parameters.end(),
-                                   [&](const auto& named) { return named.first == name; })->second;
+    std::map<std::string, ParameterState> optimizer_values;
+    for (const auto& [name, step] : saved_optimizer.steps) {
+      const torch::Tensor& p = *parameter_named(parts, name);
+      optimizer_values[name].step = step;
       for (const auto& field_name : parts.kind.tensors) {
-        optimizer_values[name][field_name] = tensor("optimizer." + name + "." + field_name, p);
+        optimizer_values[name].tensors[field_name] = tensor("optimizer." + name + "." + field_name, p);
       }
     }
-    // The generators' states are checked by LibTorch as they are set.
-    {
-      auto default_generator = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(default_generator.mutex());
-      default_generator.set_state(default_state);
-    }
-    if (generator) {
-      std::lock_guard<std::mutex> lock(generator->mutex());
-      generator->set_state(loop_state);
-    }
+    set_generator_state(at::detail::getDefaultCPUGenerator(), default_state);
+    if (generator) set_generator_state(*generator, loop_state);
     for (size_t i = 0; i < parts.model.size(); ++i) parts.model[i].second.copy_(model_values[i]);
     auto& states = optimizer.state();
     states.clear();
-    for (auto& [name, values] : optimizer_values) {
-      const auto& p = std::find_if(parts.parameters.begin(), parts.parameters.end(),
-                                   [&](const auto& named) { return named.first == name; })->second;
-      states[state_key(states, p)] = make_state(parts.kind.name, with_state.at(name), values);
+    for (const auto& [name, values] : optimizer_values) {
+      states[state_key(states, *parameter_named(parts, name))] = make_state(parts.kind.name, values);
     }
-    for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
-      optimizer.param_groups()[g].options().set_lr(rates[g].get<double>());
+    for (size_t g = 0; g < groups; ++g) {
+      optimizer.param_groups()[g].options().set_lr(saved_optimizer.learning_rates[g]);
     }
     last_finite.set_copies(std::move(copies));
   } catch (const c10::Error& e) {
@@ -478,16 +414,17 @@ void load_checkpoint(const fs::path& file, const Config& config, torch::nn::Modu
 }  // namespace
 
 Checkpointer::Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
-                           torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator)
+                           torch::optim::Optimizer& optimizer, DivergenceGuard& guard, StateLayout layout,
+                           at::Generator* generator)
     : context_(context), config_(config), network_(network), optimizer_(optimizer), guard_(guard),
-      generator_(generator) {}
+      layout_(std::move(layout)), generator_(generator) {}
 
 bool Checkpointer::resume(TrainingState& state) {
   const auto file = context_.out / kCheckpointName, pickled = context_.out / kPickledCheckpointName;
   std::error_code error;
   const bool present = fs::symlink_status(file, error).type() != fs::file_type::not_found;
   if (context_.resume && present) {
-    load_checkpoint(file, config_, network_, optimizer_, state, guard_.last_finite(), generator_);
+    load_checkpoint(file, config_, layout_, network_, optimizer_, state, guard_.last_finite(), generator_);
     fmt::print("resumed from {} after step {}{}\n", file.string(), state.step,
                state.epochs_done > 0 ? fmt::format(", epoch {}", state.epochs_done) : std::string());
     return true;

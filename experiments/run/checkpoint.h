@@ -11,8 +11,8 @@
 // machine and thread count, ends with the same records as a run never
 // interrupted. Every family's training loop keeps one (`--resume`).
 
+#include "run/training_state.h"
 #include "spec/config.h"
-#include "records/csv.h"
 #include "spec/experiment.h"
 #include "train/divergence_guard.h"
 
@@ -25,20 +25,11 @@
 
 namespace pln::exp {
 
-struct TrainingState {
-  int64_t step = 0;              ///< optimiser steps taken
-  int64_t epochs_done = 0;       ///< epochs finished (classifiers)
-  int64_t images_seen = 0;       ///< training images stepped on (classifiers)
-  double train_seconds = 0;      ///< in training steps, over every session
-  double elapsed_seconds = 0;    ///< wall time of the run, over every session
-  Config values = Config::object();       ///< the loop's own scalars (best accuracy so far, ...)
-  std::map<std::string, CsvTable> logs;   ///< the rows of each log so far, by its file name
-};
-
 /// The checkpoint of one run, `checkpoint.safetensors` in its directory:
 ///
 ///   DivergenceGuard guard("name");
-///   Checkpointer checkpoints(context, config, *net, optimizer, guard);
+///   StateLayout layout{steps, 0, 0, {{"train.csv", {log.table().header}}}, {{"loss", {{StateField::kNumber}}}}};
+///   Checkpointer checkpoints(context, config, *net, optimizer, guard, layout);
 ///   TrainingState state;
 ///   checkpoints.resume(state);           // with --resume, where it stopped
 ///   for (...; ++state.step) { ...; if (due) checkpoints.save(state); }
@@ -49,18 +40,23 @@ struct TrainingState {
 class Checkpointer {
  public:
   Checkpointer(const RunContext& context, const Config& config, torch::nn::Module& network,
-               torch::optim::Optimizer& optimizer, DivergenceGuard& guard, at::Generator* generator = nullptr);
+               torch::optim::Optimizer& optimizer, DivergenceGuard& guard, StateLayout layout,
+               at::Generator* generator = nullptr);
   /// With --resume and a checkpoint: loads it into everything (printing from
-  /// which step) and returns true. Otherwise removes any checkpoint, so that
-  /// another configuration's is never resumed later, and returns false.
-  /// Throws std::runtime_error naming the file and the field when it is
-  /// unreadable or corrupt, or does not match this run's tensors, optimiser or
+  /// which step) and returns true; `state` then holds exactly the logs and
+  /// values the layout names, of their types. Otherwise removes any
+  /// checkpoint, so that another configuration's is never resumed later, and
+  /// returns false. Throws std::runtime_error naming the file and the field
+  /// when it is unreadable or corrupt, does not match this run's tensors,
+  /// optimiser, random generators or layout, holds a count beyond this run's
   /// sizes, or was written with another configuration (naming the keys that
   /// differ; the device and checkpoint_every may differ); and, with --resume,
   /// when the directory holds only an earlier version's checkpoint.pt.
   bool resume(TrainingState& state);
-  /// Writes the checkpoint; throws SessionStopped when it is the session's
-  /// `stop_after_checkpoints`-th.
+  /// Writes the checkpoint (numbers that are not finite as "nan", "inf" or
+  /// "-inf", which resume reads back); throws SessionStopped when it is the
+  /// session's `stop_after_checkpoints`-th, and std::runtime_error naming the
+  /// file when its header would pass kMaxSafetensorsHeaderBytes.
   void save(const TrainingState& state);
 
  private:
@@ -69,6 +65,7 @@ class Checkpointer {
   torch::nn::Module& network_;
   torch::optim::Optimizer& optimizer_;
   DivergenceGuard& guard_;
+  StateLayout layout_;
   at::Generator* generator_;
   int64_t written_ = 0;
 };

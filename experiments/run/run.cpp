@@ -9,6 +9,7 @@
 #include "system/provenance.h"
 #include "system/start_up.h"
 #include "system/threads_and_memory.h"
+#include "system/printable.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -22,6 +23,8 @@
 #include <limits>
 #include <stdexcept>
 #include <thread>
+
+#include <stdlib.h>
 
 namespace pln::exp {
 
@@ -70,10 +73,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The file pln writes into .replaced before it moves a finished run there:
-// a .replaced folder without it (one copied or planted) is not pln's, and is
-// neither taken for a finished run nor deleted.
+// The file pln writes into .replaced before it moves a finished run there,
+// listing what it moves: each regular file with its size, each folder. A
+// .replaced folder without it (one copied or planted) is not pln's, and is
+// neither taken for a finished run nor deleted. A marker can be planted too,
+// so it is trusted only as far as harm cannot follow: finish() deletes
+// inside .replaced exactly the listed files that still have their listed
+// size (and then the listed folders left empty), and nothing else; and no
+// file of the run directory itself is ever deleted on its word.
 constexpr const char* kSetAsideMarker = ".pln-set-aside";
+// Where a fresh start moves what a stopped replacement left in the directory
+// (pln cannot tell those files from a user's): moved aside, never deleted.
+constexpr const char* kUnfinishedPrefix = ".pln-unfinished.";
 
 bool set_aside_by_pln(const fs::path& aside) {
   std::error_code error;
@@ -81,10 +92,78 @@ bool set_aside_by_pln(const fs::path& aside) {
          fs::symlink_status(aside / kSetAsideMarker, error).type() == fs::file_type::regular;
 }
 
-// Files a run's directory holds that belong to the run now starting, not to
-// the finished one it replaces: the claim, and the log its launcher opened.
+// Files a run's directory holds that are not the finished run's it
+// replaces: the claim and the log its launcher opened (this run's), the
+// folders pln sets things aside in, and a file under the marker's name
+// (moved, it would replace the marker).
 bool belongs_to_this_run(const fs::path& name) {
-  return name == claim_file("").filename() || name == "run.log" || name == ".replaced";
+  return name == claim_file("").filename() || name == "run.log" || name == ".replaced" ||
+         name == kSetAsideMarker || name.string().rfind(kUnfinishedPrefix, 0) == 0;
+}
+
+// What moving `out`'s entries (all but this run's own) into .replaced puts
+// there, as the marker lists it: {"files": {"PATH": size}, "folders": [PATH]},
+// paths relative to .replaced. Links and other special files are not listed:
+// moved, they are never deleted.
+Config set_aside_listing(const fs::path& out) {
+  Config files = Config::object(), folders = Config::array();
+  const auto note = [&](const fs::path& path, const fs::path& relative) {
+    std::error_code error;
+    const auto type = fs::symlink_status(path, error).type();
+    if (type == fs::file_type::regular) files[relative.string()] = fs::file_size(path, error);
+    else if (type == fs::file_type::directory) folders.push_back(relative.string());
+  };
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (belongs_to_this_run(entry.path().filename())) continue;
+    note(entry.path(), entry.path().filename());
+    if (entry.symlink_status().type() != fs::file_type::directory) continue;
+    for (const auto& inner : fs::recursive_directory_iterator(entry.path())) {  // links are not followed
+      note(inner.path(), entry.path().filename() / fs::relative(inner.path(), entry.path()));
+    }
+  }
+  return Config{{"set_aside_from", out.string()}, {"files", files}, {"folders", folders}};
+}
+
+// Deletes from `aside` what its marker lists, as it lists it (see
+// kSetAsideMarker), then the marker and the folder if nothing else is left.
+// Returns the names of what is left.
+std::vector<std::string> remove_set_aside(const fs::path& aside) {
+  std::error_code error;
+  try {
+    const Config listing = read_json_file(aside / kSetAsideMarker);
+    const std::string source = (aside / kSetAsideMarker).string();
+    if (listing.contains("files") && listing.at("files").is_object()) {
+      for (const auto& item : listing.at("files").items()) {
+        const auto path = path_inside(aside, item.key(), source);
+        if (path.filename() == kSetAsideMarker || !item.value().is_number_unsigned()) continue;
+        if (fs::symlink_status(path, error).type() == fs::file_type::regular &&
+            fs::file_size(path, error) == item.value().get<uint64_t>()) {
+          fs::remove(path, error);
+        }
+      }
+    }
+    if (listing.contains("folders") && listing.at("folders").is_array()) {
+      std::vector<fs::path> folders;
+      for (const auto& item : listing.at("folders")) {
+        if (item.is_string()) folders.push_back(path_inside(aside, item.get<std::string>(), source));
+      }
+      // The deepest first; fs::remove leaves a folder that is not empty.
+      std::sort(folders.begin(), folders.end(), [](const fs::path& a, const fs::path& b) {
+        return std::distance(a.begin(), a.end()) > std::distance(b.begin(), b.end());
+      });
+      for (const auto& folder : folders) {
+        if (fs::symlink_status(folder, error).type() == fs::file_type::directory) fs::remove(folder, error);
+      }
+    }
+    fs::remove(aside / kSetAsideMarker, error);
+  } catch (const std::exception&) {
+    // A marker pln cannot read lists nothing: everything stays.
+  }
+  fs::remove(aside, error);  // only when empty
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(aside, error)) left.push_back(printable(entry.path().filename().string()));
+  std::sort(left.begin(), left.end());
+  return left;
 }
 
 // What differs between the finished run's record and this run's
@@ -118,20 +197,31 @@ std::vector<std::string> how_it_differs(const Config& record, const std::string&
 
 void RunDirectory::finish() {
   if (set_aside.empty()) return;
-  std::error_code ignored;
-  fs::remove_all(set_aside, ignored);
+  if (const auto left = remove_set_aside(set_aside); !left.empty()) {
+    fmt::print("{}: left {} (pln deletes only the files it set aside there, as it listed them): {}\n",
+               set_aside.string(), left.size() == 1 ? "one entry" : fmt::format("{} entries", left.size()),
+               fmt::join(left, ", "));
+  }
   set_aside.clear();
 }
 
 namespace {
 
-// Removes what a stopped replacement left in `out` (its finished
-// predecessor waits in .replaced, with whatever else the directory held), so
-// that none of it stays beside a fresh start's files.
-void clear_unfinished(const fs::path& out) {
+// Moves what a stopped replacement left in `out` (its finished predecessor
+// waits in .replaced) into a folder of its own beside, so that none of it
+// stays among a fresh start's files. Moved, not deleted: pln cannot tell
+// those files from ones a user put there.
+void move_unfinished_aside(const fs::path& out) {
+  std::vector<fs::path> entries;
   for (const auto& entry : fs::directory_iterator(out)) {
-    if (!belongs_to_this_run(entry.path().filename())) fs::remove_all(entry.path());
+    if (!belongs_to_this_run(entry.path().filename())) entries.push_back(entry.path());
   }
+  if (entries.empty()) return;
+  std::string folder = (out / (std::string(kUnfinishedPrefix) + "XXXXXX")).string();
+  if (!::mkdtemp(folder.data())) throw std::runtime_error("cannot create a folder in " + out.string());
+  for (const auto& entry : entries) fs::rename(entry, fs::path(folder) / entry.filename());
+  fmt::print("{}: what the stopped replacement there left ({} entries) is moved to {}; delete it when it is not "
+             "needed\n", out.string(), entries.size(), folder);
 }
 
 }  // namespace
@@ -174,7 +264,7 @@ RunDirectory take_run_directory(const fs::path& out, const std::string& experime
   if (finished == aside) {
     // The finished run already waits aside; the stopped replacement's files
     // are resumed, or cleared for a fresh start.
-    if (!resume) clear_unfinished(out);
+    if (!resume) move_unfinished_aside(out);
     return dir;
   }
   // The finished run waits aside, whole, until the new one is: a run that
@@ -182,15 +272,17 @@ RunDirectory take_run_directory(const fs::path& out, const std::string& experime
   // finished while the new run writes into it.
   std::error_code error;
   if (fs::symlink_status(aside, error).type() != fs::file_type::not_found) {
-    if (!aside_is_ours) {
+    const auto left = aside_is_ours ? remove_set_aside(aside) : std::vector<std::string>{"(no " + std::string(kSetAsideMarker) + ")"};
+    if (!left.empty()) {
       throw std::invalid_argument(fmt::format(
-          "{} exists and was not written by pln (no {} in it); it is left as it is: move it away to replace the "
-          "finished run in {}", aside.string(), kSetAsideMarker, out.string()));
+          "{} holds what pln did not set aside there ({}); it is left as it is: move it away to replace the "
+          "finished run in {}", aside.string(), fmt::join(left, ", "), out.string()));
     }
-    fs::remove_all(aside);
   }
   fs::create_directory(aside);
-  write_file_atomic(aside / kSetAsideMarker, fmt::format("{{\"set_aside_from\": {}}}\n", Config(out.string()).dump()));
+  // The listing first: a run killed while moving leaves a .replaced that is
+  // still pln's, and lists what it moved.
+  write_file_atomic(aside / kSetAsideMarker, set_aside_listing(out).dump(2) + "\n");
   size_t moved = 0;
   for (const auto& entry : fs::directory_iterator(out)) {
     if (belongs_to_this_run(entry.path().filename())) continue;

@@ -139,13 +139,7 @@ uintmax_t pack_results(const PackRequest& request) {
   fs::remove_all(staging);
   fs::create_directories(staging);
   // A pack that fails leaves nothing beside the destination.
-  struct RemoveUnlessSwapped {
-    const fs::path& staging;
-    ~RemoveUnlessSwapped() {
-      std::error_code ignored;
-      fs::remove_all(staging, ignored);
-    }
-  } remove_staging{staging};
+  const RemovedOnExit remove_staging(staging);
   write_file_atomic(staging / "grid.json", manifest.dump() + "\n");  // compact: the same manifest in half the bytes
   write_file_atomic(staging / "records.csv", to_csv(records));
   std::vector<std::string> inputs;
@@ -154,7 +148,8 @@ uintmax_t pack_results(const PackRequest& request) {
     const auto source = path_inside(grid, file, (grid / "records.csv").string());
     const auto target = path_inside(staging, file, (grid / "records.csv").string());
     fs::create_directories(target.parent_path());
-    write_file_atomic(target, read_text(source));
+    // A figure's input is a CSV log: read as records are, never through a link.
+    write_file_atomic(target, read_regular_file(source, kMaxCsvBytes));
   }
   Config revision = request.revision.empty() ? distinct(configs, "revision") : Config(request.revision);
   if (revision.is_array() && revision.empty()) revision = "unknown";

@@ -1,5 +1,8 @@
 #include "system/atomic_file.h"
 
+#include "system/directory.h"
+#include "system/printable.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,42 +18,24 @@
 namespace pln::exp {
 
 namespace {
-[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path) {
-  throw std::runtime_error(what + " " + path.string() + ": " + std::strerror(errno));
+
+std::filesystem::path folder_of(const std::filesystem::path& path) {
+  return path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
 }
+
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+TemporaryFile create_temporary_beside(const std::filesystem::path& target) {
+  const auto dir = folder_of(target);
   std::filesystem::create_directories(dir);
-  std::string tmpl = (dir / (kTemporaryPrefix + path.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) fail("cannot create a temporary file for", path);
-  // mkstemp makes the file private (0600); results get the usual mode under the umask.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      fail("cannot write", path);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    fail("cannot flush", path);
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    ::unlink(tmpl.c_str());
-    fail("cannot rename into place", path);
-  }
+  const auto [fd, name] = Directory(dir).create_temporary(target.filename().string());
+  return {dir / name, fd};
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  const auto dir = folder_of(path);
+  std::filesystem::create_directories(dir);
+  Directory(dir, path).write_atomic(path.filename().string(), content);
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -66,36 +51,11 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP) throw std::runtime_error(path.string() + ": a symbolic link, not a file pln wrote; refused");
-    fail("cannot open", path);
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    ::close(fd);
-    fail("cannot read", path);
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw std::runtime_error(path.string() + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(info.st_size) > max_bytes) {
-    ::close(fd);
-    throw std::runtime_error(path.string() + ": " + std::to_string(info.st_size) + " bytes, more than the " +
-                             std::to_string(max_bytes) + " it can hold");
-  }
-  std::string bytes(static_cast<size_t>(info.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  bytes.resize(done);  // a file that shrank while read is read as it now is
-  return bytes;
+  return Directory(folder_of(path), path).read_regular(path.filename().string(), max_bytes);
+}
+
+std::string read_regular_file_tail(const std::filesystem::path& path, uint64_t max_bytes) {
+  return Directory(folder_of(path), path).read_regular(path.filename().string(), max_bytes, /*tail=*/true);
 }
 
 void refuse_symbolic_link(const std::filesystem::path& path, const std::string& what) {
@@ -133,9 +93,7 @@ std::filesystem::path path_inside(const std::filesystem::path& root, const std::
                                   const std::string& source) {
   namespace fs = std::filesystem;
   auto refuse = [&](const std::string& why) -> fs::path {
-    std::string shown;
-    for (char c : relative) shown += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-    throw std::runtime_error(source + ": the path '" + shown + "' " + why + "; refused");
+    throw std::runtime_error(source + ": the path '" + printable(relative) + "' " + why + "; refused");
   };
   if (relative.empty()) return refuse("is empty");
   for (char c : relative) {

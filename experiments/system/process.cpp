@@ -1,5 +1,7 @@
 #include "system/process.h"
 
+#include "system/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace pln::exp {
@@ -120,8 +123,16 @@ std::string shell_command(const std::vector<std::string>& argv) {
 }
 
 std::string tail_of(const std::filesystem::path& path, int max_lines) {
-  std::ifstream in(path);
+  // A log may be of any length, or be planted (a link, a FIFO): only a
+  // regular file's last kTailBytes are read, never through a link.
+  std::string text;
+  try {
+    text = read_regular_file_tail(path, kTailBytes);
+  } catch (const std::exception&) {
+    return "";
+  }
   std::deque<std::string> lines;
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     lines.push_back(line);
     if (static_cast<int>(lines.size()) > max_lines) lines.pop_front();

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -31,7 +32,11 @@ std::filesystem::path self_executable();
 /// `argv` as one shell command line, each word quoted where needed.
 std::string shell_command(const std::vector<std::string>& argv);
 
-/// The last `max_lines` lines of a text file ("" when unreadable).
+/// The most bytes tail_of reads, from the end of the file.
+constexpr uint64_t kTailBytes = uint64_t{64} << 10;
+
+/// The last `max_lines` lines within the last kTailBytes of the regular file
+/// `path` ("" when it is unreadable, a symbolic link or not a regular file).
 std::string tail_of(const std::filesystem::path& path, int max_lines);
 
 }  // namespace pln::exp

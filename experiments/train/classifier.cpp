@@ -77,11 +77,12 @@ ClassifierResult train_classifier(const ClassifierTraining& t, const Config& c, 
   auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(seed) + 1);
 
   DivergenceGuard guard(hooks.experiment);
-  Checkpointer checkpoints(ctx, c, network, *optimizer, guard, hooks.epoch_seed ? nullptr : &generator);
-  TrainingState state;
-  checkpoints.resume(state);
   StepLog log(ctx.out / "epochs.csv", epoch_columns(hooks.top5), 1);
-  if (state.logs.count("epochs.csv")) log.restore(state.logs.at("epochs.csv"));
+  const StateLayout layout{total, epochs, epochs * n, {{"epochs.csv", {log.table().header}}},
+                           {{"best_top1", {{StateField::kNumber}}}, {"best_epoch", {{StateField::kEpoch}}}}};
+  Checkpointer checkpoints(ctx, c, network, *optimizer, guard, layout, hooks.epoch_seed ? nullptr : &generator);
+  TrainingState state;
+  if (checkpoints.resume(state)) log.restore(state.logs.at("epochs.csv"));
   result.best_top1 = state.values.value("best_top1", 0.0);
   result.best_epoch = state.values.value("best_epoch", int64_t{0});
   result.final_loss = log.table().rows.empty() ? NAN : number_value(log.table().rows.back()[1]);

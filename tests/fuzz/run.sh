@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs each fuzz target for a bounded time on seeds taken from the tests' own
 # files: the shipped records (CSV and JSON), the documentation (table
-# markers), the values the tests pass to --set, and the checkpoint of a smoke
-# run made with PLN (the Release `pln`). A finding stops the run with the
+# markers), the values the tests pass to --set, and the checkpoints of smoke
+# runs made with PLN (the Release `pln`), whose training states seed the
+# training state's reader. The JSON and checkpoint targets take a dictionary
+# of their formats' tokens and pln's keys (json.dict, safetensors.dict). A finding stops the run with the
 # crashing input saved under the work directory, to become a regression test.
 #
 # usage: tests/fuzz/run.sh FUZZ_BUILD_DIR PLN WORKDIR SECONDS_PER_TARGET
@@ -10,8 +12,9 @@ set -euo pipefail
 build=$1 pln=$2 work=$3 seconds=$4
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work"
-mkdir -p "$work"/seeds/{checkpoint,json_record,csv_record,set_value,doc_markers} "$work"/artifacts \
-         "$work"/corpus-{checkpoint,json_record,csv_record,set_value,doc_markers}
+targets="checkpoint training_state json_record csv_record set_value doc_markers"
+for target in $targets; do mkdir -p "$work/seeds/$target" "$work/corpus-$target"; done
+mkdir -p "$work"/artifacts
 
 # The shipped records, each under 64 KiB (libFuzzer's inputs stay short).
 n=0
@@ -24,16 +27,30 @@ for v in steps=40 lr=1e-3 lr=0.5 drop=0.1 affine=true affine=no norm=pls device=
          steps=4611686018427387904 lr=1e400 lr=nan labels_file=/etc 'device=cpu'; do
   printf '%s' "$v" > "$work/seeds/set_value/$((i++))"
 done
-# A smoke run's checkpoint, kept from its last save.
-"$pln" fourier --preset smoke --threads 1 --set steps=40 checkpoint_every=20 --out "$work/run" > "$work/run.log" 2>&1
-cp "$work/run/checkpoint.safetensors" "$work/seeds/checkpoint/"
+# Smoke runs' checkpoints, kept from their last save, and their training states.
+for family in fourier pinn; do
+  "$pln" $family --preset smoke --threads 1 --set steps=40 checkpoint_every=20 --out "$work/run-$family" \
+    > "$work/run-$family.log" 2>&1
+  cp "$work/run-$family/checkpoint.safetensors" "$work/seeds/checkpoint/$family.safetensors"
+  python3 - "$work/run-$family/checkpoint.safetensors" > "$work/seeds/training_state/$family.json" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+sys.stdout.write(json.loads(data[8:8 + n])["__metadata__"]["state"])
+PY
+done
 
 status=0
-for target in checkpoint json_record csv_record set_value doc_markers; do
+for target in $targets; do
   log="$work/$target.log"
+  dict=()
+  case $target in
+    checkpoint) dict=(-dict="$root/tests/fuzz/safetensors.dict") ;;
+    training_state | json_record) dict=(-dict="$root/tests/fuzz/json.dict") ;;
+  esac
   # -rss_limit_mb: a reader that allocates past its limits is a finding too.
   if ! "$build/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144 -timeout=20 \
-       -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" "$work/corpus-$target" \
+       -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/$target-" "$work/corpus-$target" \
        "$work/seeds/$target" > "$log" 2>&1 < /dev/null; then
     echo "fuzz_$target: FINDING (see $log and $work/artifacts/)"
     tail -40 "$log"
