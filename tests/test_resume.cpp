@@ -129,6 +129,18 @@ TEST(Resume, PinnDivergingJustAfterACheckpoint) {
   EXPECT_TRUE(std::isfinite(whole.value("final_loss", double(NAN))));
 }
 
+// Evaluated at every step, the checkpoint after the step that blows the
+// network up holds an evaluation waiting for its loss whose errors are not
+// finite (JSON has no such numbers): the resumed run reads it back.
+TEST(Resume, PinnDivergingWithANonFiniteEvaluationWaiting) {
+  const Config whole = expect_resumed_equals_whole({"pinn", {"steps=10", "checkpoint_every=1", "eval_every=1",
+                                                             "lr=1e300", "optimizer=sgd", "norm=none", "act=tanh",
+                                                             "ntk_every=0"},
+                                                    false, 2});
+  EXPECT_EQ(whole.value("diverged_at", int64_t{-1}), 1);
+  EXPECT_TRUE(std::isfinite(whole.value("rel_l2", double(NAN))));
+}
+
 TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
   const auto& e = find_experiment("fourier");
   const auto dir = fresh_dir("resume-other");
