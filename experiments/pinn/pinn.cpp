@@ -519,14 +519,14 @@ Experiment pinn_experiment() {
                {"original", {{"points", "deepxde"}, {"n_interior", 5000}, {"n_boundary", 100}, {"dtype", "float64"},
                              {"schedule", "constant"}, {"lr", 1e-4}, {"steps", 6000}, {"eval_every", 10},
                              {"ntk_every", 0}}}};
-  // Before the keys were named alike in every family: the configuration's
-  // `iters` (steps to train) was merged in records with the summary's (steps trained).
   e.grids = pinn::grids();
   e.run = pinn::run;
   e.resumable = true;
   e.metrics = {"rel_l2", "mse", "final_loss", "steps_done", "seconds", "steps_per_s"};
-  // Since the original protocol: the shipped records of this project's searches predate them.
-  // And since DeepXDE's best (the errors at the logged step of lowest training loss).
+  // Shipped records may lack these and still validate: those of pinn-cpu and
+  // the table-cpu stages hold none, those of the 1,000-step table-original-cpu
+  // stages not DeepXDE's best (the two *_at_lowest_loss); tables leave a
+  // missing one out or show `-`.
   e.later_metrics = {"rel_l2_best", "rel_l2_train", "rel_l2_train_best", "rel_l2_train_at_lowest_loss",
                      "rel_l2_at_lowest_loss"};
   e.may_be_non_finite = {"ntk_cond"};  // inf when the output NTK is singular
