@@ -31,12 +31,11 @@
 #include "pinn/loss.h"
 #include "system/provenance.h"
 #include "system/start_up.h"
+#include "timing.h"
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <numeric>
 #include <stdexcept>
@@ -45,28 +44,12 @@
 
 namespace {
 
-// The clock every timing reads: the wall clock, or with --cpu-time the
-// process's CPU time, which leaves out the time other jobs held the core (on
-// a machine shared with builds, the wall clock's minimum over the runs still
-// holds some of it). One thread does all the work here (LibTorch, OpenBLAS
-// and autograd's CPU engine run on the caller), so the two agree on an idle
-// machine.
-bool cpu_time = false;
-
-double clock_ms() {
-  if (cpu_time) {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
-  }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double elapsed_ms(const std::function<void()>& f) {
-  const double start = clock_ms();
-  f();
-  return clock_ms() - start;
-}
+// Every timing reads pln::bench::clock_ms: the wall clock, or with --cpu-time
+// the process's CPU time. One thread does all the work here (LibTorch,
+// OpenBLAS and autograd's CPU engine run on the caller), so the two agree on
+// an idle machine.
+using pln::bench::clock_ms;
+using pln::bench::elapsed_ms;
 using namespace pln::exp::pinn;
 
 // The products one step of PinnNet computes (network.cpp), on operands of
@@ -251,30 +234,26 @@ StepTimings time_steps(const std::vector<NetSpec>& cases, int64_t points, int64_
   const auto& all = products.all();
   std::vector<double> best_product(all.size(), 1e300), best_jets(cases.size(), 1e300);
   std::vector<Timings> best(cases.size(), Timings{1e300, 1e300});
-  double spent = 0;
   for (size_t c = 0; c < cases.size(); ++c) {
     step(trainers[c]);
     if (jets[c]) jets[c]();
   }
-  for (int r = 0; r < 5 * reps; ++r) {
-    spent += elapsed_ms([&] {
-      for (size_t c = 0; c < cases.size(); ++c) {
-        best[c].step = std::min(best[c].step, elapsed_ms([&] { step(trainers[c]); }));
-        const ProductClock clock;
-        ProductClock::reset();
-        step(trainers[c]);
-        best[c].in_step = std::min(best[c].in_step, ProductClock::total_ms());
-      }
-      for (size_t i = 0; i < all.size(); ++i) {
-        all[i]();
-        best_product[i] = std::min(best_product[i], elapsed_ms(all[i]));
-      }
-      for (size_t c = 0; c < cases.size(); ++c) {
-        if (jets[c]) best_jets[c] = std::min(best_jets[c], elapsed_ms(jets[c]));
-      }
-    });
-    if (r + 1 >= reps && spent >= budget_ms) break;
-  }
+  pln::bench::run_rounds(reps, budget_ms, [&] {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      best[c].step = std::min(best[c].step, elapsed_ms([&] { step(trainers[c]); }));
+      const ProductClock clock;
+      ProductClock::reset();
+      step(trainers[c]);
+      best[c].in_step = std::min(best[c].in_step, ProductClock::total_ms());
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      all[i]();
+      best_product[i] = std::min(best_product[i], elapsed_ms(all[i]));
+    }
+    for (size_t c = 0; c < cases.size(); ++c) {
+      if (jets[c]) best_jets[c] = std::min(best_jets[c], elapsed_ms(jets[c]));
+    }
+  });
   for (size_t c = 0; c < cases.size(); ++c) {
     if (!jets[c]) best_jets[c] = 0;
   }
@@ -311,7 +290,7 @@ int main(int argc, char** argv) {
   app.add_flag("--before", before, "also the activation models' step with the composite activation jets");
   app.add_option("--threads", threads, "threads (LibTorch and OpenBLAS)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--reps", reps, "runs at least, the minimum counts")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_flag("--cpu-time", cpu_time, "time by the process's CPU clock, not the wall clock (a shared machine)");
+  app.add_flag("--cpu-time", pln::bench::cpu_time(), "time by the process's CPU clock, not the wall clock (a shared machine)");
   app.add_flag("--quick", quick, "200 points and at most 3 runs (a test)");
   CLI11_PARSE(app, argc, argv);
   std::vector<Model> models;
@@ -334,7 +313,7 @@ int main(int argc, char** argv) {
   fmt::print("PINN step, 1-D Helmholtz, {} hidden layers, PLN group {}, {} boundary points, float64, Adam, {} "
              "thread(s), min of >= {} runs, {} time; kernels: {}; BLAS: {}\n",
              spec.depth, spec.group, boundary > 0 ? fmt::format("DeepXDE's {}", boundary) : "the 2 ends", threads,
-             reps, cpu_time ? "CPU" : "wall-clock", pln::cpu_kernels(), pln::exp::blas_description());
+             reps, pln::bench::cpu_time() ? "CPU" : "wall-clock", pln::cpu_kernels(), pln::exp::blas_description());
   fmt::print("{:>7} {:>5} {:>9} {:>7} | {:>9} {:>11} {:>10} {:>9} {:>9} | {:>10} {:>12} {:>10} {:>11}\n", "model",
              "width", "act jets", "points", "step ms", "products ms", "in step ms", "jets ms", "rest ms", "step/prod",
              "in step/prod", "jets/prod", "step/PLN(4)");

@@ -119,27 +119,46 @@ double units_apart(T a, T b) {
   return static_cast<double>(static_cast<Unsigned>(high) - static_cast<Unsigned>(low));
 }
 
-// The kernels' tanh (computed from e^2z - 1 as expm1 and e^2z + 1) against
-// torch's, from 1e-30 (where tanh z = z) through the bend to saturation, both signs.
+// The sample of tanh's accuracy test: 0 and, of either sign, 40,001
+// magnitudes evenly spaced in log from the dtype's smallest subnormal number
+// to 1 (where tanh z = z up to 1e-4 and its expm1 form matters most), 400,001
+// evenly spaced from 0 to 40 (the bend, and the saturation at 9 in float and
+// 19 in double), and 4,001 evenly spaced in log from 40 to the largest finite
+// number (beyond the kernel's clamp of 2z).
 template <typename T>
-double tanh_units_apart_from_torch(torch::Dtype dtype) {
-  const auto small = torch::logspace(-30, 0, 4001, 10, torch::kDouble);
-  const auto magnitudes = torch::cat({small, torch::linspace(0, 30, 30001, torch::kDouble)});
-  const auto z = torch::cat({magnitudes, -magnitudes}).to(dtype);
+torch::Tensor tanh_sample(torch::Dtype dtype) {
+  const auto opts = torch::TensorOptions(torch::kDouble);
+  const double tiny = std::numeric_limits<T>::denorm_min(), huge = std::numeric_limits<T>::max();
+  const auto magnitudes = torch::cat({torch::logspace(std::log10(tiny), 0, 40001, 10, opts),
+                                      torch::linspace(0, 40, 400001, opts),
+                                      torch::logspace(std::log10(40.0), std::log10(huge), 4001, 10, opts)})
+                              .clamp(tiny, huge);
+  return torch::cat({torch::zeros({1}, opts), magnitudes, -magnitudes}).to(dtype);
+}
+
+// The kernels' tanh (computed from e^2z - 1 as expm1 and e^2z + 1) against
+// torch's over tanh_sample: the most units of rounding apart, and where.
+template <typename T>
+std::pair<double, double> tanh_units_apart_from_torch(torch::Dtype dtype) {
+  const torch::Tensor z = tanh_sample<T>(dtype);
   const auto jet = torch::stack({z, torch::ones_like(z), torch::zeros_like(z)});
   const auto ours = functional::activation_jet(jet, Activation::kTanh)[0].contiguous();
   const auto theirs = torch::tanh(z).contiguous();
-  double worst = 0;
+  std::pair<double, double> worst{0, 0};
   for (int64_t i = 0; i < z.numel(); ++i) {
-    worst = std::max(worst, units_apart(ours.data_ptr<T>()[i], theirs.data_ptr<T>()[i]));
+    const double apart = units_apart(ours.data_ptr<T>()[i], theirs.data_ptr<T>()[i]);
+    if (apart > worst.first) worst = {apart, double(z.data_ptr<T>()[i])};
   }
   return worst;
 }
 
 TEST(ActivationJet, TanhWithinAFewUnitsOfRoundingOfTorchs) {
-  // The bound src/cpu/activation_jets.cpp states: 3 units of the exact tanh, torch's 1.
-  EXPECT_LE(tanh_units_apart_from_torch<float>(torch::kFloat), 4);
-  EXPECT_LE(tanh_units_apart_from_torch<double>(torch::kDouble), 4);
+  // src/cpu/activation_jets.cpp states the kernels' error against the exact
+  // tanh; torch's adds its own. 5 leaves a unit of margin over the most measured.
+  const auto [in_float, at_float] = tanh_units_apart_from_torch<float>(torch::kFloat);
+  EXPECT_LE(in_float, 5) << "at z = " << at_float;
+  const auto [in_double, at_double] = tanh_units_apart_from_torch<double>(torch::kDouble);
+  EXPECT_LE(in_double, 5) << "at z = " << at_double;
 }
 
 TEST(ActivationJet, SaturationAndSpecialValues) {

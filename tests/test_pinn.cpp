@@ -6,6 +6,7 @@
 
 #include "experiment_helpers.h"
 
+#include <pinn/evaluation.h>
 #include <pinn/network.h>
 #include <pinn/ntk.h>
 #include <pinn/problem.h>
@@ -397,6 +398,71 @@ TEST(PinnRun, SmokeRunIsReproducibleBitForBit) {
   }
   EXPECT_TRUE(check_results(dir).empty());
   fs::remove_all(dir);
+}
+
+// A run whose loss stops being finite at step k reports the parameters after
+// k - 1 steps (docs/pinn.md, Records): eval.csv ends with their row, the
+// summary's errors, and holds no row of the parameters whose loss was not
+// finite. Evaluated at every step (the step that diverges had an evaluation
+// waiting for its loss) and rarely (the last row is the final evaluation's own).
+TEST(PinnRun, DivergedRunEndsEvalCsvWithTheParametersItReports) {
+  const auto& e = find_experiment("pinn");
+  const auto dir = fresh_dir("pinn-diverged");
+  for (const char* eval_every : {"eval_every=1", "eval_every=1000"}) {
+    SCOPED_TRACE(eval_every);
+    RunRequest request;
+    // SGD at a rate of 10 blows the network up in some tens of steps (32 on x86-64).
+    request.sets = {"steps=60", "ntk_every=0", "optimizer=sgd", "lr=10", "norm=none", "act=tanh", eval_every};
+    request.out = dir / eval_every;
+    request.threads = 1;
+    const auto summary = run_experiment(e, request);
+    const int64_t diverged_at = summary.at("diverged_at").get<int64_t>();
+    ASSERT_GE(diverged_at, 2) << "the case needs a divergence after a step of its own";
+    ASSERT_LT(diverged_at, 60);
+    const auto log = read_csv(request.out / "eval.csv");
+    ASSERT_FALSE(log.rows.empty());
+    double previous_step = -1;
+    for (size_t r = 0; r < log.rows.size(); ++r) {
+      const double step = number_value(log.get(r, "step"));
+      EXPECT_GT(step, previous_step) << "row " << r;
+      previous_step = step;
+      EXPECT_TRUE(std::isfinite(number_value(log.get(r, "loss")))) << "row " << r;
+    }
+    const size_t last = log.rows.size() - 1;
+    EXPECT_EQ(number_value(log.get(last, "step")), double(diverged_at - 1));
+    EXPECT_EQ(number_value(log.get(last, "rel_l2")), summary.at("rel_l2").get<double>());
+    EXPECT_EQ(number_value(log.get(last, "rel_l2_train")), summary.at("rel_l2_train").get<double>());
+    EXPECT_EQ(log.rows.size(), std::string(eval_every) == "eval_every=1" ? size_t(diverged_at) : size_t(2));
+  }
+  fs::remove_all(dir);
+}
+
+// A checkpoint keeps the evaluation waiting for its loss; errors that are not
+// finite (a step can blow the network up before its loss is known) come back
+// as they were, from the strings written and from null, NaN as checkpoints
+// written before them hold it.
+TEST(PinnRun, EvaluationAwaitingLossRoundTripsErrorsThatAreNotFinite) {
+  using namespace pinn;
+  const double inf = std::numeric_limits<double>::infinity();
+  const LoggedEvaluation e{40, {std::numeric_limits<double>::quiet_NaN(), inf, -inf, 7.0}};
+  const Config written = Config::parse(awaiting_loss_to_json(e).dump());
+  EXPECT_EQ(written, Config::parse(R"([40, "nan", "inf", "-inf"])"));
+  const auto read = awaiting_loss_from_json(written);
+  EXPECT_EQ(read.step, 40);
+  EXPECT_TRUE(std::isnan(read.errors.rel_l2));
+  EXPECT_EQ(read.errors.mse, inf);
+  EXPECT_EQ(read.errors.rel_l2_train, -inf);
+  const auto from_null = awaiting_loss_from_json(Config::parse("[10, null, 0.5, null]"));
+  EXPECT_EQ(from_null.step, 10);
+  EXPECT_TRUE(std::isnan(from_null.errors.rel_l2));
+  EXPECT_EQ(from_null.errors.mse, 0.5);
+  EXPECT_TRUE(std::isnan(from_null.errors.rel_l2_train));
+  for (const char* bad : {R"([10, "x", 0.5, 0.5])", "[10, 0.5, 0.5]", "[-1, 0.5, 0.5, 0.5]", R"({"step": 10})"}) {
+    EXPECT_NE(error_of([&] { awaiting_loss_from_json(Config::parse(bad)); })
+                  .find("pinn: a checkpoint's evaluation_awaiting_loss is not [step, rel_l2, mse, rel_l2_train]"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 TEST(PinnRun, BadConfigurationIsRejectedBeforeTraining) {

@@ -143,6 +143,7 @@ TEST(Resume, PinnEvaluationNotFiniteInTheCheckpointResumes) {
                 "act=tanh", "ntk_every=0"},
        false, 2});
   EXPECT_EQ(whole.value("diverged_at", int64_t{-1}), 1);
+  EXPECT_TRUE(std::isfinite(whole.value("rel_l2", double(NAN))));
 }
 
 // The checkpoint `file` rewritten with its training state edited, its

@@ -208,8 +208,9 @@ std::string deepxde_best_caption(const RunsBySetting& runs) {
   return runs.deepxde_best ? ", and at the logged step of lowest training loss (DeepXDE's best, its `best_metrics`)"
                            : "";
 }
-std::string deepxde_best_head(const RunsBySetting& runs) {
-  return runs.deepxde_best ? " DeepXDE's best: best | DeepXDE's best: mean +- sd |" : "";
+std::vector<std::string> deepxde_best_columns(const RunsBySetting& runs) {
+  if (!runs.deepxde_best) return {};
+  return {"DeepXDE's best: best", "DeepXDE's best: mean +- sd"};
 }
 std::string deepxde_best_cells(const RunsBySetting& runs, const SettingRuns* g) {
   if (!runs.deepxde_best) return "";
@@ -233,12 +234,12 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
   md += ours ? " and the best at this project's protocol (error on the 1,001-point grid after the last step, "
                "`table-cpu-long`).\n\n"
              : ".\n\n";
-  const std::string head = "| model | width | paper | final: best | final: mean +- sd | best logged: best | best "
-                           "logged: mean +- sd |" + deepxde_best_head(runs) + " settings |";
-  md += ours ? head + " this project's protocol | its settings |\n" : head + "\n";
-  const int columns = 8 + (runs.deepxde_best ? 2 : 0) + (ours ? 2 : 0);
-  for (int c = 0; c < columns; ++c) md += "|---";
-  md += "|\n";
+  std::vector<std::string> head = {"model", "width", "paper", "final: best", "final: mean +- sd", "best logged: best",
+                                   "best logged: mean +- sd"};
+  for (const auto& column : deepxde_best_columns(runs)) head.push_back(column);
+  head.push_back("settings");
+  if (ours) head.insert(head.end(), {"this project's protocol", "its settings"});
+  md += markdown_head(head);
   std::set<int64_t> widths = {128, 256};  // Table 1's, and any other the grid ran
   for (const auto& [key, settings] : groups) widths.insert(key.second);
   for (const auto& m : models) {
@@ -275,11 +276,11 @@ void write_original_comparison(const RunsBySetting& runs, const CsvTable* ours, 
 void write_settings_table(const RunsBySetting& runs, const fs::path& out) {
   std::string all = "DeepXDE's relative L2 error on the training points of every setting of the grid: at the last "
                     "step (final) and the lowest logged (best logged)" + deepxde_best_caption(runs) +
-                    ", the best run and the mean +- sd (runs) over its seeds.\n\n| model | width | settings | final: "
-                    "best | final: mean +- sd | best logged: best | best logged: mean +- sd |" +
-                    deepxde_best_head(runs) + "\n";
-  for (int c = 0; c < 7 + (runs.deepxde_best ? 2 : 0); ++c) all += "|---";
-  all += "|\n";
+                    ", the best run and the mean +- sd (runs) over its seeds.\n\n";
+  std::vector<std::string> head = {"model", "width", "settings", "final: best", "final: mean +- sd",
+                                   "best logged: best", "best logged: mean +- sd"};
+  for (const auto& column : deepxde_best_columns(runs)) head.push_back(column);
+  all += markdown_head(head);
   for (const auto& m : runs.models) {
     for (const auto& [key, settings] : runs.groups) {
       if (key.first != m) continue;
@@ -301,8 +302,8 @@ void write_comparison(const Best& b, const CsvTable& t, const fs::path& out) {
   std::string md = "Best relative L2 error here, at this project's protocol (on the evenly spaced test grid after "
                    "the last step), over every configuration of the grid, and the configuration that gave it; "
                    "beside it the paper's Table 1 (best over seeds, depths, loss weights and optimisers), run "
-                   "at another protocol.\n\n"
-                   "| model | width | here | paper | configuration |\n|---|---|---|---|---|\n";
+                   "at another protocol.\n\n" +
+                   markdown_head({"model", "width", "here", "paper", "configuration"});
   for (const auto& m : b.models) {
     const auto paper = published_table1().find(m);
     for (int64_t w : {int64_t{128}, int64_t{256}}) {

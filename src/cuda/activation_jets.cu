@@ -1,9 +1,10 @@
 // Fused CUDA kernels of the activation jets; the chain rule is in
 // cpu/activation_jets.h. Each activation's derivatives take the forms of the
-// CPU kernels that keep their relative accuracy (1 - sigmoid as e^-|z| times
-// a sigmoid, tanh' as 4 e / (1 + e)^2 with e = e^-2|z| <= 1, so nothing
-// overflows and no clamp is needed), here with the math library's exp and
-// expm1 and a select on the sign of z, which the CPU vocabulary lacks.
+// CPU kernels that keep their relative accuracy, with the same clamps, so
+// that both saturate at the same arguments to the same values (1 - sigmoid as
+// e^-|z| times a sigmoid; tanh from e^2z - 1 as expm1, tanh' as
+// 4 e^2z / (e^2z + 1)^2), here with the math library's exp and expm1 and, for
+// the logistic, a select on the sign of z, which the CPU vocabulary lacks.
 
 #include "cuda/activation_jets.h"
 
@@ -30,16 +31,20 @@ struct Derivatives {
   A value, d1, d2, d3;
 };
 
-// tanh(|z|) = -u / (1 + e), u = e^-2|z| - 1 (expm1), e = e^-2|z|;
-// tanh' = 4 e / (1 + e)^2, tanh'' = -2 tanh tanh', tanh''' = tanh' (6 tanh^2 - 2).
+// The CPU kernel's formula and clamp, so that both saturate alike: tanh(z) =
+// u / (e + 1), e = e^2z, u = e - 1 (expm1), 2z clamped to +-80 (float) or
+// +-700 (double), where tanh rounds to +-1 and tanh' is 4 e^-80 or 4 e^-700
+// rather than smaller; tanh' = 4 (e / d) / d with d = e + 1 (no overflow),
+// tanh'' = -2 tanh tanh', tanh''' = tanh' (6 tanh^2 - 2).
 struct Tanh {
   static constexpr bool kCurved = true;
   template <typename A, bool kThird>
   __device__ __forceinline__ static Derivatives<A> at(A z) {
-    const A a = z < A(0) ? -z : z;
-    const A u = expm1_of(A(-2) * a), e = exp_of(A(-2) * a), d = A(1) + e;
-    const A t = z < A(0) ? u / d : -u / d;
-    const A d1 = A(4) * e / (d * d);
+    const A bound = A(sizeof(A) == 4 ? 80 : 700), twice = A(2) * z;
+    const A x = twice > bound ? bound : (twice < -bound ? -bound : twice);  // NaN stays NaN
+    const A e = exp_of(x), u = expm1_of(x), d = e + A(1);
+    const A t = u / d, inverse = A(1) / d;
+    const A d1 = A(4) * (e * inverse) * inverse;
     return {t, d1, A(-2) * t * d1, kThird ? d1 * (A(6) * t * t - A(2)) : A(0)};
   }
 };

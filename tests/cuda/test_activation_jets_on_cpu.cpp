@@ -3,7 +3,8 @@
 // and double, one to three directions, against the composite formulas in
 // float64 (pln::detail::activation_jet_composite and its autograd gradient);
 // an element count that leaves the last block part empty and one larger
-// than a grid stride's launch; saturation and NaN; an empty jet.
+// than a grid stride's launch; saturation and NaN, and saturation as the CPU
+// kernels saturate; an empty jet.
 
 #include "cuda/activation_jets.h"
 
@@ -104,7 +105,51 @@ TEST(CudaActivationJetsOnCpu, SaturationAndNaN) {
     const auto tanh = run_cuda<double>(JetActivation::kTanh, x.to(torch::kDouble), dy.to(torch::kDouble)).first;
     EXPECT_EQ(tanh[0][0].item<double>(), -1);
     EXPECT_EQ(tanh[0][6].item<double>(), 1);
-    EXPECT_EQ(tanh[1][6].item<double>(), 0);
+    // tanh' at the clamp of 2z (700 in double), as on the CPU: 4 e^-700, not 0.
+    EXPECT_NEAR(tanh[1][6].item<double>() / (4 * std::exp(-700.0)), 1, 1e-12);
+  }
+}
+
+// |got - want| / |want| over a tensor, relative however small `want` is down
+// to the smallest normal number of `got`'s dtype (below it, subnormal results
+// keep fewer digits); 0 where both are equal (infinities included).
+double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  const double smallest_normal = got.scalar_type() == torch::kFloat ? std::numeric_limits<float>::min()
+                                                                    : std::numeric_limits<double>::min();
+  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  const auto error = ((g - w).abs() / w.abs().clamp_min(smallest_normal)).masked_fill(g == w, 0);
+  return error.max().item<double>();
+}
+
+// Where the activations saturate, the CUDA kernels clamp as the CPU kernels
+// do and take the same formulas there: every part of the forward and the
+// backward is the CPU kernels' to a few units of rounding of itself, however
+// small (tanh' is 4 e^-80 in float and 4 e^-700 in double beyond the clamp,
+// not 0 or an underflowing e^-2|z|).
+TEST(CudaActivationJetsOnCpu, SaturateAsTheCpuKernels) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    SCOPED_TRACE(dtype == torch::kFloat ? "float32" : "float64");
+    // Either side of each clamp: tanh's 2z at +-80 and +-700, the logistic's z at +-86 and +-708, SAT's at 2^63 and 2^511.
+    std::vector<double> magnitudes = {20, 39, 39.99, 40, 40.01, 41, 43, 44, 50, 85, 86, 87, 100, 349, 350, 351, 400,
+                                      707, 708, 709, 1e10, 0x1p62, 0x1p63, 0x1p64, 1e30, 1e38, inf};
+    if (dtype == torch::kDouble) magnitudes.insert(magnitudes.end(), {0x1p510, 0x1p511, 0x1p512, 1e300});
+    auto z = torch::tensor(magnitudes, torch::kDouble);
+    z = torch::cat({z, -z}).to(dtype);
+    const auto x = torch::stack({z, torch::ones_like(z), torch::ones_like(z)}).contiguous();
+    const auto dy = torch::ones_like(x);
+    for (const auto& a : kActivations) {
+      SCOPED_TRACE(a.name);
+      const auto [y, dx] =
+          dtype == torch::kFloat ? run_cuda<float>(a.kernel, x, dy) : run_cuda<double>(a.kernel, x, dy);
+      const auto x_cpu = x.clone().requires_grad_();
+      const auto y_cpu = pln::functional::activation_jet(x_cpu, a.library);
+      const auto dx_cpu = torch::autograd::grad({y_cpu}, {x_cpu}, {dy})[0];
+      // Float: both compute in float, with exp and expm1 of their own (a few units of 6e-8 each).
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-13;
+      EXPECT_LT(relative_error(y, y_cpu.detach()), tol) << torch::stack({z, y[1], y_cpu[1]});
+      EXPECT_LT(relative_error(dx, dx_cpu), tol) << torch::stack({z, dx[0], dx_cpu[0]});
+    }
   }
 }
 
