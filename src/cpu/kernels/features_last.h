@@ -26,12 +26,17 @@
 namespace pln::cpu::PLN_CPU_NS {
 namespace {
 
-// The sum of v[0..n) in a tree: halves, the larger first, added in pairs.
-template <typename W>
-inline typename W::V tree_sum(const typename W::V* v, int n) {
-  if (n == 1) return v[0];
-  const int left = n - n / 2;
-  return W::add(tree_sum<W>(v, left), tree_sum<W>(v + left, n / 2));
+// The sum of v[0..N) in a tree: halves, the larger first, added in pairs.
+// N at compile time, so that the tree unrolls into registers (with N at run
+// time GCC leaves the recursion a call, the block spilled to memory).
+template <typename W, int N>
+inline typename W::V tree_sum(const typename W::V* v) {
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+    constexpr int kLeft = N - N / 2;
+    return W::add(tree_sum<W, kLeft>(v), tree_sum<W, N / 2>(v + kLeft));
+  }
 }
 
 // The shifted means and 1/std of kLanes consecutive groups of G = kLanes * V
@@ -95,13 +100,13 @@ inline void stats_transposed(const S* x, typename W::Value* shifted, typename W:
   if (kCenter) {
     for (int j = 1; j < kL; ++j) t[j] = W::sub(t[j], t[0]);
     t[0] = W::zero();
-    m = W::mul(tree_sum<W>(t + 1, kL - 1), inv_g);
+    m = W::mul(tree_sum<W, kL - 1>(t + 1), inv_g);
     for (int j = 0; j < kL; ++j) t[j] = W::sub(t[j], m);
   }
   R q[kL / 2];
   for (int i = 0; i < kL / 2; ++i) q[i] = W::fmadd(t[2 * i], t[2 * i], W::mul(t[2 * i + 1], t[2 * i + 1]));
   W::store(shifted, m);
-  W::store(rstd, W::div(W::set1(T(1)), W::sqrt(W::fmadd(tree_sum<W>(q, kL / 2), inv_g, W::set1(eps)))));
+  W::store(rstd, W::div(W::set1(T(1)), W::sqrt(W::fmadd(tree_sum<W, kL / 2>(q), inv_g, W::set1(eps)))));
 }
 
 // The output of groups [0, NG) of G = kLanes * V contiguous features (kV = 0:
