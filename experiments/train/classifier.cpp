@@ -77,12 +77,15 @@ ClassifierResult train_classifier(const ClassifierTraining& t, const Config& c, 
   auto generator = at::detail::createCPUGenerator(static_cast<uint64_t>(seed) + 1);
 
   DivergenceGuard guard(hooks.experiment);
-  StepLog log(ctx.out / "epochs.csv", epoch_columns(hooks.top5), 1);
-  const StateLayout layout{total, epochs, epochs * n, {{"epochs.csv", {log.table().header}}},
+  const std::vector<std::string> columns = epoch_columns(hooks.top5);
+  const StateLayout layout{total, epochs, epochs * n, {{"epochs.csv", {columns}}},
                            {{"best_top1", {{StateField::kNumber}}}, {"best_epoch", {{StateField::kEpoch}}}}};
   Checkpointer checkpoints(ctx, c, network, *optimizer, guard, layout, hooks.epoch_seed ? nullptr : &generator);
   TrainingState state;
-  if (checkpoints.resume(state)) log.restore(state.logs.at("epochs.csv"));
+  const bool resumed = checkpoints.resume(state);
+  // The log is opened (and epochs.csv rewritten) only once the checkpoint is accepted.
+  StepLog log(ctx.out / "epochs.csv", columns, 1);
+  if (resumed) log.restore(state.logs.at("epochs.csv"));
   result.best_top1 = state.values.value("best_top1", 0.0);
   result.best_epoch = state.values.value("best_epoch", int64_t{0});
   result.final_loss = log.table().rows.empty() ? NAN : number_value(log.table().rows.back()[1]);
