@@ -19,7 +19,10 @@ every cell; `eager` is the same module uncompiled.
 
 Times are the median (--stat) of interleaved rounds, pln, compiled and eager
 in turn, so that a loaded machine disturbs all three alike; a ratio is pln's
-time over the other's (below 1: pln is faster). The error of an output is
+time over the other's (below 1: pln is faster). `copy` (forward only) copies
+x into a fresh tensor of its dtype: the bytes a forward moves at least, so
+that pln/copy says how far a cell is from the memory bound (a half type halves
+the copy's time; where pln's does not follow, its arithmetic bounds it). The error of an output is
 max |y - ref| / max |ref|, ref the reference's arithmetic in float64 on the
 input and parameters widened from the dtype. The goals of the table (pln no
 slower than compiled; half types at most 0.6x (forward) and 0.7x
@@ -150,6 +153,9 @@ def cell(case, dtype, threads, args):
     row = {"errors": errors}
     for i, pass_name in enumerate(("fwd", "fwd+bwd")):
         fns = {name: passes(module, x, dy)[i] for name, module in sides.items()}
+        if pass_name == "fwd":
+            # The memory-bound floor: x read and an output of its size and dtype written.
+            fns["copy"] = lambda: torch.empty_like(x).copy_(x)
         times = interleaved_times_ms(fns, args.rounds)
         ms = {name: args.stat(t) for name, t in times.items()}
         row[pass_name] = ms
@@ -169,7 +175,7 @@ def table_row(label, dtype_name, threads, row):
     errors = row["errors"]
     compiled_error = f" ({errors['compiled']:.1e})" if "compiled" in errors else ""
     ratios = [formatted(ratio(row, pass_name, other), ".2f") for other in ("compiled", "eager")
-              for pass_name in ("fwd", "fwd+bwd")]
+              for pass_name in ("fwd", "fwd+bwd")] + [formatted(ratio(row, "fwd", "copy"), ".2f")]
     return (f"| {label} | {dtype_name} | {threads} | {row['fwd']['pln']:.3f} | {row['fwd+bwd']['pln']:.3f} | "
             f"{' | '.join(ratios)} | {errors['pln']:.1e}{compiled_error} |")
 
@@ -238,7 +244,8 @@ def header(args, threads, allocator):
         f"- Machine: {machine()}, {os.cpu_count()} logical CPUs; threads {', '.join(map(str, threads))} "
         f"(torch.set_num_threads, one process); {allocator}",
         f"- Timing: {args.stat.__name__} of {args.rounds} interleaved rounds of pln, compiled and eager per pass; "
-        "ms are pln's; a ratio is pln's time over the other's (below 1: pln is faster)",
+        "ms are pln's; a ratio is pln's time over the other's (below 1: pln is faster); copy: x copied into a "
+        "fresh tensor of its dtype, the bytes a forward must move at least",
         f"- Compiled: {compiled}; reference: the original module's arithmetic, statistics of half types in "
         "float32, rounded once to the dtype (PLS: transformers' LlamaRMSNorm form)",
         "- Error: max |y - ref| / max |ref|, ref the reference's arithmetic in float64 on the widened input and "
@@ -246,8 +253,8 @@ def header(args, threads, allocator):
         f"- Command: `{' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])}`",
         "",
         "| shape, op | dtype | threads | pln fwd ms | pln fwd+bwd ms | fwd pln/compiled | fwd+bwd pln/compiled "
-        "| fwd pln/eager | fwd+bwd pln/eager | error pln (compiled) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| fwd pln/eager | fwd+bwd pln/eager | fwd pln/copy | error pln (compiled) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ])
 
 

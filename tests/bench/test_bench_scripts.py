@@ -57,9 +57,9 @@ def test_the_compile_benchmark_tables_every_cell(tmp_path):
     import torch
     compiled = hasattr(torch, "compile")
     for row in rows:
-        ratios = row[3:9] if compiled else row[3:5] + row[7:9]  # without torch.compile its columns are n/a
+        ratios = row[3:10] if compiled else row[3:5] + row[7:10]  # without torch.compile its columns are n/a
         assert all(math.isfinite(float(r)) and float(r) > 0 for r in ratios), row
-        error = re.fullmatch(r"([0-9.e+-]+)(?: \(([0-9.e+-]+)\))?", row[9])
+        error = re.fullmatch(r"([0-9.e+-]+)(?: \(([0-9.e+-]+)\))?", row[10])
         assert error and float(error.group(1)) < COMPILE_ERROR_BOUND[row[1]], row
         assert (error.group(2) is not None) == compiled, row
         if compiled:
