@@ -25,9 +25,19 @@ TORCH2_BUILD_DIR ?= build-torch2
 LIBRARY_BUILD_DIR ?= build-library
 # ccache keys paths relative to the checkout, so that a second build directory
 # (build-library/ beside build/) finds the objects the first one compiled, and
-# caches the compilations that use the precompiled LibTorch header.
+# caches the compilations that use the precompiled LibTorch header. Build
+# directories sit one level under the checkout (ccache's paths are relative to
+# the directory a compiler runs in), and every build names the compiler alike
+# (ccache keys its name too): CMake takes CXX from the environment, and so does
+# scikit-build-core for `make venv`, which would otherwise name the one of the
+# interpreter's sysconfig.
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CXX
+# Several sources a compilation (CMake's unity builds): the build takes about
+# 0.6x the compile time (the experiments' 0.4x). UNITY=OFF for one source a
+# compilation, say while editing one file of a large target.
+UNITY ?= ON
 
 .PHONY: all bootstrap configure build demo test test-library test-sanitize test-fuzz bench clean venv test-torch2 \
         aarch64-setup test-aarch64
@@ -38,7 +48,7 @@ bootstrap:
 	@scripts/bootstrap
 
 $(BUILD_DIR)/build.ninja: | bootstrap
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=$(UNITY) $(CMAKE_ARGS)
 
 configure: bootstrap $(BUILD_DIR)/build.ninja
 
@@ -58,7 +68,8 @@ test: build
 # installed copy take the same library in `make test`.
 LIBRARY_CTEST_EXCLUDE ?= ^(python|install)$$
 $(LIBRARY_BUILD_DIR)/build.ninja: | bootstrap
-	cmake -S . -B $(LIBRARY_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLN_BUILD_APPS=OFF $(CMAKE_ARGS)
+	cmake -S . -B $(LIBRARY_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=$(UNITY) \
+	  -DPLN_BUILD_APPS=OFF $(CMAKE_ARGS)
 
 test-library: bootstrap $(LIBRARY_BUILD_DIR)/build.ninja
 	cmake --build $(LIBRARY_BUILD_DIR) -j $(JOBS)
@@ -118,7 +129,7 @@ venv: bootstrap
 # (tests/CMakeLists.txt says what each label means).
 TORCH2_CTEST_EXCLUDE ?= ^(capability|attacks|slurm|sources|results)$$
 $(TORCH2_BUILD_DIR)/build.ninja: | venv
-	cmake -S . -B $(TORCH2_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	cmake -S . -B $(TORCH2_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=$(UNITY) \
 	  -DPLN_TORCH_PYTHON=$(abspath $(VENV))/bin/python -DPLN_BUILD_BENCH=OFF -DPLN_BUILD_EXAMPLES=OFF \
 	  -DPLN_CUDA_ON_CPU_TESTS=OFF $(CMAKE_ARGS)
 
@@ -153,4 +164,4 @@ test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
 	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) $(FUZZ_BUILD_DIR) build-pip
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) $(FUZZ_BUILD_DIR) build-pip build-pip-isolated

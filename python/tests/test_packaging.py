@@ -107,12 +107,13 @@ def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_e
     installed_or_skip(tmp_path)
     wheelhouse = wheelhouse_or_skip()
     # Its own build directory: scikit-build-core clears one that another
-    # (isolated) environment configured, and build-pip/<tag> serves `make venv`.
-    # It stays at one place in the checkout, so that ccache (which keys paths
-    # relative to the checkout) serves the compilations of an earlier run.
-    # The CUDA kernels are left out to save nvcc's minutes; the build is
+    # (isolated) environment configured, and build-pip/ serves `make venv`.
+    # It stays at one place in the checkout, one level under it as build-pip/,
+    # so that ccache (which keys paths relative to the checkout and to the
+    # build directory) serves the compilations of `make venv` and of an earlier
+    # run. The CUDA kernels are left out to save nvcc's minutes; the build is
     # otherwise the one `pip install` makes.
-    build_dir = REPO / "build-pip" / "isolated"
+    build_dir = REPO / "build-pip-isolated"
     result = pip("wheel", "--no-deps", "--no-index", "--find-links", str(wheelhouse), "-w", str(tmp_path / "dist"),
                  f"--config-settings=build-dir={build_dir}", "--config-settings=cmake.define.PLN_CUDA=OFF",
                  str(REPO), cwd=tmp_path)

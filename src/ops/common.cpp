@@ -24,10 +24,6 @@ bool fused_kernels_take(const at::Tensor& input, double p, bool half_types) {
   return false;
 }
 
-#ifndef PLN_WITH_CUDA
-bool cuda_kernels_enabled() { return false; }
-#endif
-
 at::ScalarType stats_type(at::ScalarType input) {
   return input == at::kDouble ? at::kDouble : at::kFloat;
 }
