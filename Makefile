@@ -99,7 +99,7 @@ test-sanitize: bootstrap $(SANITIZE_BUILD_DIR)/build.ninja
 # project of its own (no LibTorch). Each target runs FUZZ_SECONDS on seeds from
 # the shipped records, the docs, the tests' --set values and a smoke run's
 # checkpoints (made by the Release `pln`, built here if needed). Six targets at
-# 40 s: under five minutes in all, on one core each in turn.
+# 40 s, one a core at a time: two minutes in all on two cores.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 40
 $(FUZZ_BUILD_DIR)/build.ninja: | bootstrap

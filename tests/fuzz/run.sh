@@ -40,18 +40,33 @@ sys.stdout.write(json.loads(data[8:8 + n])["__metadata__"]["state"])
 PY
 done
 
-status=0
-for target in $targets; do
-  log="$work/$target.log"
-  dict=()
+# One target a core at a time (FUZZ_JOBS, default the machine's cores): each
+# is a process of its own, run for its full time.
+fuzz() {
+  local target=$1 log="$work/$1.log" dict=() rc=0
   case $target in
     checkpoint) dict=(-dict="$root/tests/fuzz/safetensors.dict") ;;
     training_state | json_record) dict=(-dict="$root/tests/fuzz/json.dict") ;;
   esac
   # -rss_limit_mb: a reader that allocates past its limits is a finding too.
-  if ! "$build/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144 -timeout=20 \
-       -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/$target-" "$work/corpus-$target" \
-       "$work/seeds/$target" > "$log" 2>&1 < /dev/null; then
+  "$build/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144 -timeout=20 \
+    -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/artifacts/$target-" "$work/corpus-$target" \
+    "$work/seeds/$target" > "$log" 2>&1 < /dev/null || rc=$?
+  echo "$rc" > "$work/$target.status"
+}
+jobs_at_once=${FUZZ_JOBS:-$(nproc)}
+running=0
+for target in $targets; do
+  if [ "$running" -ge "$jobs_at_once" ]; then wait -n || true; running=$((running - 1)); fi
+  fuzz "$target" &
+  running=$((running + 1))
+done
+wait
+
+status=0
+for target in $targets; do
+  log="$work/$target.log"
+  if [ "$(cat "$work/$target.status" 2>/dev/null)" != 0 ]; then
     echo "fuzz_$target: FINDING (see $log and $work/artifacts/)"
     tail -40 "$log"
     status=1
