@@ -223,15 +223,24 @@ TEST(Resume, EveryFieldOfTheTrainingStateIsCheckedBeforeResuming) {
   fs::remove_all(dir);
 }
 
+// A refused checkpoint leaves the run's logs as they were (none is rewritten
+// before the checkpoint is accepted).
 TEST(Resume, CheckpointOfAnotherConfigurationIsRefused) {
-  const auto& e = find_experiment("fourier");
-  const auto dir = fresh_dir("resume-other");
-  const Config config = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20"});
-  EXPECT_THROW(e.run(config, RunContext{dir, false, c10::kCPU, 1}), SessionStopped);
-  const Config other = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20", "lr=0.5"});
-  const auto message = error_of([&] { e.run(other, RunContext{dir, true}); });
-  EXPECT_NE(message.find("was written with another configuration (lr: 0.01 -> 0.5)"), std::string::npos) << message;
-  fs::remove_all(dir);
+  for (const std::string family : {"fourier", "pinn"}) {
+    const auto& e = find_experiment(family);
+    const auto dir = fresh_dir("resume-other-" + family);
+    const Config config = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20"});
+    EXPECT_THROW(e.run(config, RunContext{dir, false, c10::kCPU, 1}), SessionStopped);
+    const std::vector<std::string> logs = family == "pinn" ? std::vector<std::string>{"train.csv", "eval.csv"}
+                                                           : std::vector<std::string>{"train.csv"};
+    for (const auto& log : logs) write_file_atomic(dir / log, "step,loss\n1,0.5\n");
+    const Config other = resolve_config(e, "smoke", {"steps=40", "checkpoint_every=20", "lr=0.5"});
+    const auto message = error_of([&] { e.run(other, RunContext{dir, true}); });
+    EXPECT_NE(message.find("was written with another configuration (lr: "), std::string::npos) << message;
+    EXPECT_NE(message.find(" -> 0.5)"), std::string::npos) << message;
+    for (const auto& log : logs) EXPECT_EQ(slurp(dir / log), "step,loss\n1,0.5\n") << family << " " << log;
+    fs::remove_all(dir);
+  }
 }
 
 TEST(Presets, AChangeToAKeyTheDefaultsLackIsAnError) {

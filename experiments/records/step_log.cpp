@@ -12,7 +12,6 @@ namespace pln::exp {
 StepLog::StepLog(std::filesystem::path path, std::vector<std::string> header, size_t flush_every)
     : path_(std::move(path)), flush_every_(flush_every == 0 ? 1 : flush_every) {
   table_.header = std::move(header);
-  flush();
 }
 
 void StepLog::add(const std::vector<double>& values) {

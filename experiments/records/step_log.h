@@ -11,8 +11,9 @@
 namespace pln::exp {
 
 /// A per-step log: rows kept in memory and the whole file replaced atomically
-/// every `flush_every` rows and on flush(), so a killed run leaves the rows of
-/// its last flush and never a torn line.
+/// every `flush_every` rows, on restore() and on flush(), so a killed run
+/// leaves the rows of its last flush and never a torn line. Constructing one
+/// writes nothing: a resume refused after it leaves the run's file as it was.
 class StepLog {
  public:
   StepLog(std::filesystem::path path, std::vector<std::string> header, size_t flush_every = 200);
