@@ -39,8 +39,15 @@ def median_time(fn, reps):
     return statistics.median(times)
 
 
+def mamba2_gated_norm():
+    """transformers' Mamba-2 gated norm class, under the name this version gives it
+    (MambaRMSNormGated, renamed Mamba2RMSNormGated in transformers 5.25)."""
+    from transformers.models.mamba2 import modeling_mamba2
+    return getattr(modeling_mamba2, "Mamba2RMSNormGated", None) or modeling_mamba2.MambaRMSNormGated
+
+
 def modules(kind, dtype):
-    from transformers.models.mamba2.modeling_mamba2 import MambaRMSNormGated
+    MambaRMSNormGated = mamba2_gated_norm()
     from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
     if kind == "mamba2":
         theirs = MambaRMSNormGated(5120, group_size=5120, eps=1e-5)

@@ -25,7 +25,7 @@ from . import functional  # noqa: E402
 
 functional._register_vmap_rules()
 from .convert import Change, Conversion, ConversionError, Skipped, convert  # noqa: E402
-from .modules import PLS, GatedNorm, ParallelLN, PQNorm  # noqa: E402
+from .modules import PLS, GatedNorm, ParallelLN, PerHeadNorm, PQNorm  # noqa: E402
 from . import distributed  # noqa: E402
 
 import sys as _sys  # noqa: E402
@@ -39,7 +39,7 @@ __version__ = "0.1.0"
 #: Path of the shared library the operators were loaded from.
 library_path = _library.loaded_from
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
+__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm", "PerHeadNorm", "functional", "distributed", "convert", "Change", "Conversion", "Skipped",
            "ConversionError", "library_path", "cpu_kernels", "__version__"]
 
 

@@ -13,7 +13,7 @@ from torch.nn.parameter import Parameter
 
 from . import functional as F
 
-__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm"]
+__all__ = ["ParallelLN", "PLS", "PQNorm", "GatedNorm", "PerHeadNorm"]
 
 # Layout name for the original module's `dim` argument.
 _LAYOUT_OF_DIM = {2: "nc", 3: "ntc", 4: "nchw"}
@@ -133,6 +133,7 @@ class _ParallelNorm(nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        self._zero_missing_bias(state_dict, prefix)
         # The original module stores weight and bias broadcast-shaped ([1, C, 1, 1],
         # [1, 1, C], [1, C]); this one stores [C], as nn.LayerNorm does.
         for name in ("weight", "bias"):
@@ -150,6 +151,12 @@ class _ParallelNorm(nn.Module):
                     f"another width")
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
+
+    def _zero_missing_bias(self, state_dict, prefix) -> None:
+        # A state dict with a weight and no bias is a norm's without a bias (nn.RMSNorm,
+        # transformers' RMS norms, nn.LayerNorm(bias=False)): a zero bias computes what it did.
+        if self.bias is not None and prefix + "weight" in state_dict and prefix + "bias" not in state_dict:
+            state_dict[prefix + "bias"] = torch.zeros_like(self.bias)
 
     def _repr_values(self) -> Dict[str, Any]:
         return {"centering": self.centering, "p": float(self.p),
@@ -348,3 +355,59 @@ class GatedNorm(_ParallelNorm):
         return dict(super()._repr_values(), bias=self.bias is not None, gate_position=self.gate_position,
                     activation=self.activation)
 
+
+
+class PerHeadNorm(_ParallelNorm):
+    r"""Parallel Layer Normalization over the last two axes of ``[..., heads, head_dim]``
+    taken as one axis of ``heads * head_dim`` features, with ``weight`` and ``bias``
+    shaped ``[heads, head_dim]``. With ``num_per_group = head_dim`` it is a norm
+    per head, as Cohere's query and key norms (``CohereLayerNorm(hidden_size=(heads,
+    head_dim))``), whose ``state_dict`` loads; a smaller group splits each head.
+
+    Args:
+        num_heads, head_dim: the last two axes of the input.
+        num_per_group: features per group; must divide ``num_heads * head_dim``.
+        eps: added to the group statistic before the root. Default: ``1e-5``.
+        centering: subtract each group's mean (``False``: RMS norm per group). Default: ``True``.
+        p: exponent of the group statistic. Default: ``2``.
+        elementwise_affine, bias, device, dtype: as for :class:`ParallelLN`.
+    """
+
+    num_heads: int
+    head_dim: int
+
+    def __init__(self, num_heads: int, head_dim: int, num_per_group: int, eps: float = 1e-5, *,
+                 centering: bool = True, p: float = 2, elementwise_affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__(num_heads * head_dim, num_per_group, eps=eps, centering=centering,
+                         affine=elementwise_affine, elementwise_affine=None, bias=bias, dim=3, p=p,
+                         layout="features_last", device=device, dtype=dtype)
+        self.num_heads, self.head_dim = int(num_heads), int(head_dim)
+        # Shaped as the per-head norm's, so that its state_dict loads and this one saves as it.
+        for name in ("weight", "bias"):
+            param = getattr(self, name)
+            if param is not None:
+                setattr(self, name, Parameter(param.detach().reshape(self.num_heads, self.head_dim)))
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() < 2 or input.shape[-2:] != (self.num_heads, self.head_dim):
+            raise RuntimeError(f"pln: expected an input of shape [..., {self.num_heads}, {self.head_dim}] "
+                               f"(heads, head_dim), got {tuple(input.shape)}")
+        flat = input.flatten(-2)
+        weight = None if self.weight is None else self.weight.reshape(-1)
+        bias = None if self.bias is None else self.bias.reshape(-1)
+        y = F._run(flat, self.num_per_group, weight, bias, self.eps, self.centering, self.p, None,
+                   "features_last", self.num_features)
+        return y.reshape(input.shape)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        # Parameters are stored in the per-head norm's own shape: no reshaping hook.
+        self._zero_missing_bias(state_dict, prefix)
+        nn.Module._load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                                        unexpected_keys, error_msgs)
+
+    def extra_repr(self) -> str:
+        # (heads, head_dim) in place of num_features; the layout is always features last.
+        rest = [part for part in super().extra_repr().split(", ")[1:] if not part.startswith("layout=")]
+        return ", ".join([str(self.num_heads), str(self.head_dim)] + rest)

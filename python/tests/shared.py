@@ -21,6 +21,16 @@ def needs_torch(major, minor, what="needs"):
 needs_torch2 = needs_torch(2, 6)
 
 
+def mamba2_gated_norm():
+    """transformers' Mamba-2 gated norm class, under the name this version gives it
+    (MambaRMSNormGated, renamed Mamba2RMSNormGated in transformers 5.25)."""
+    from transformers.models.mamba2 import modeling_mamba2
+    for name in ("Mamba2RMSNormGated", "MambaRMSNormGated"):
+        if hasattr(modeling_mamba2, name):
+            return getattr(modeling_mamba2, name)
+    raise ImportError("transformers.models.mamba2 has neither Mamba2RMSNormGated nor MambaRMSNormGated")
+
+
 def randomise(module, seed=0):
     """Sets every parameter of `module` to seeded values in [0.5, 1.5)."""
     gen = torch.Generator().manual_seed(seed)

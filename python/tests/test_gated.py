@@ -13,7 +13,7 @@ import torch.nn.functional as TF
 
 import pln
 import pln.functional as PF
-from shared import TORCH, needs_torch2, randomise
+from shared import TORCH, mamba2_gated_norm, needs_torch2, randomise
 
 VARIANTS = list(itertools.product([False, True], ["before", "after"], ["silu", "sigmoid"]))
 
@@ -154,7 +154,7 @@ def _transformers():
 
 def test_module_equals_mamba2_and_qwen3_next_norms_and_loads_their_state():
     _transformers()
-    from transformers.models.mamba2.modeling_mamba2 import MambaRMSNormGated
+    MambaRMSNormGated = mamba2_gated_norm()
     from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
     cases = [(MambaRMSNormGated(64, group_size=16, eps=1e-6), pln.GatedNorm(64, 16, 1e-6)),
              (Qwen3NextRMSNormGated(64, eps=1e-6), pln.GatedNorm(64, 64, 1e-6, gate_position="after"))]
