@@ -21,6 +21,20 @@ def _timm():
     return pytest.importorskip("timm", reason="timm is not installed (scripts/venv installs it)")
 
 
+class _RMSNorm(nn.Module):
+    """torch's nn.RMSNorm (torch 2.4 and later) for the torch that lacks it."""
+
+    def __init__(self, width: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(width)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+RMSNorm = getattr(nn, "RMSNorm", _RMSNorm)
+
+
 def _quiet_convert(model, num_per_group, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,7 +117,7 @@ def test_a_norm_under_two_names_gets_one_replacement_under_both():
 # ------------------------------------------------ a converted model, converted again ---
 
 def test_converting_a_converted_model_again_changes_its_group_size():
-    model = randomise(nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.Linear(16, 16), nn.RMSNorm(16)))
+    model = randomise(nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.Linear(16, 16), RMSNorm(16)))
     first = pln.convert(model, "same")
     assert [c.new.num_per_group for c in first] == [16, 16]
     assert pln.convert(model, "same") == [], "'same' keeps each module's grouping: nothing to change"
@@ -265,4 +279,4 @@ def test_pls_loads_an_rms_norm_state_dict_without_bias():
     assert torch.equal(ours.weight, theirs.weight) and torch.equal(ours.bias, torch.zeros(16))
     x = torch.randn(3, 16)
     torch.testing.assert_close(ours(x), theirs(x), atol=1e-6, rtol=1e-5)
-    pln.PLS(16, 16).load_state_dict(nn.RMSNorm(16).state_dict())
+    pln.PLS(16, 16).load_state_dict(RMSNorm(16).state_dict())
