@@ -63,7 +63,7 @@ void forward_chunk(const S* x, S* y, int64_t stride, int64_t n, int64_t G, const
   if (nv > 0) {
     // s1: m, the mean of the values shifted by the group's first row; s2: the
     // sum of the squares of the centred values (x_j - x_0) - m.
-    T s1[kChunk], s2[kChunk];
+    alignas(64) T s1[kChunk], s2[kChunk];
     for (int64_t i = 0; i < nv; i += kL) W::store(s1 + i, W::zero()), W::store(s2 + i, W::zero());
     const R inv_g = W::set1(T(1) / T(G));
     if (kCenter) {
@@ -133,7 +133,7 @@ void backward_chunk(const S* dy, const S* x, int64_t stride, int64_t n, int64_t 
   constexpr int kL = W::kLanes;
   const int64_t nv = n / kL * kL;
   if (nv > 0) {
-    T ra[kChunk], nbr[kChunk], rc[kChunk];
+    alignas(64) T ra[kChunk], nbr[kChunk], rc[kChunk];
     for (int64_t j0 = 0; j0 < G; j0 += 4) {
       const int64_t rows = std::min<int64_t>(4, G - j0);
       for (int64_t i = 0; i < nv; i += kL) {
