@@ -24,7 +24,14 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Tuple
 
-from scikit_build_core import build as _skbuild
+try:
+    from scikit_build_core import build as _skbuild
+except ImportError:  # pip install --no-build-isolation in an environment without it
+    raise SystemExit(
+        "\npln: building needs scikit-build-core (>= 0.10) in this environment ({}): pip's default, "
+        "isolated build fetches it, but with --no-build-isolation it must be installed first:\n\n"
+        "    {} -m pip install 'scikit-build-core>=0.10'\n\nNothing was built.\n".format(
+            sys.executable, sys.executable)) from None
 
 _PROBE = "import torch, sys; print(torch.__version__); print(sys.executable)"
 # Variables through which pip's build isolation hides the environment's packages.

@@ -100,6 +100,23 @@ def test_pip_install_without_torch_stops_within_seconds_saying_what_to_type(tmp_
     assert seconds < 60, seconds
 
 
+def test_pip_install_without_build_isolation_or_scikit_build_core_says_what_to_type(tmp_path):
+    """`pip install --no-build-isolation <path>` in an environment without
+    scikit-build-core: the backend stops before building, saying what to
+    install first, rather than with ImportError's traceback."""
+    python = fresh_environment(tmp_path / "env")
+    start = time.monotonic()
+    result = pip("--python", str(python), "install", "--no-index", "--no-deps", "--no-build-isolation", str(REPO),
+                 cwd=tmp_path)
+    seconds = time.monotonic() - start
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert "pln: building needs scikit-build-core (>= 0.10)" in output, output[-3000:]
+    assert f"{python} -m pip install 'scikit-build-core>=0.10'" in output and "Nothing was built" in output
+    assert "Traceback" not in output, output[-3000:]
+    assert seconds < 60, seconds
+
+
 def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_elsewhere(tmp_path):
     """`pip wheel <path>` without --no-build-isolation builds against the
     environment's torch (seen through pip's isolation), and the wheel installs
