@@ -60,7 +60,7 @@ def _check_torch_version(path: Path, origin: str) -> None:
         raise ImportError(
             f"pln: {path} ({origin}) was built against LibTorch {version}, but this interpreter has "
             f"torch {torch.__version__}; rebuild it against this torch "
-            "(pip install . at the repository root: about 4 minutes, pip install -v . shows them)")
+            "(pip install . at the repository root: about 3 minutes, pip install -v . shows them)")
 
 
 def load() -> None:
@@ -91,7 +91,7 @@ def load() -> None:
     if mismatched:
         raise ImportError(
             "pln: " + "; ".join(mismatched) + f", but this interpreter has torch {torch.__version__}; "
-            "rebuild it against this torch (pip install . at the repository root: about 4 minutes, "
+            "rebuild it against this torch (pip install . at the repository root: about 3 minutes, "
             "pip install -v . shows them; or make test-torch2 for build-torch2/)")
     raise ImportError(
         "pln: cannot find the operator library " + LIBRARY_NAME + "; looked for "
