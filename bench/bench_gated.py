@@ -22,11 +22,16 @@ group), forward+backward on T tokens, as built and after pln.convert(model,
 import argparse
 import copy
 import statistics
+import sys
 import time
 
 import torch
 
-import pln
+from bench_common import ROOT
+
+sys.path.insert(0, str(ROOT / "python" / "tests"))
+import pln  # noqa: E402
+from shared import mamba2_gated_norm  # noqa: E402
 
 
 def median_time(fn, reps):
@@ -37,13 +42,6 @@ def median_time(fn, reps):
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def mamba2_gated_norm():
-    """transformers' Mamba-2 gated norm class, under the name this version gives it
-    (MambaRMSNormGated, renamed Mamba2RMSNormGated in transformers 5.25)."""
-    from transformers.models.mamba2 import modeling_mamba2
-    return getattr(modeling_mamba2, "Mamba2RMSNormGated", None) or modeling_mamba2.MambaRMSNormGated
 
 
 def modules(kind, dtype):

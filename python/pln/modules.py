@@ -356,7 +356,6 @@ class GatedNorm(_ParallelNorm):
                     activation=self.activation)
 
 
-
 class PerHeadNorm(_ParallelNorm):
     r"""Parallel Layer Normalization over the last two axes of ``[..., heads, head_dim]``
     taken as one axis of ``heads * head_dim`` features, with ``weight`` and ``bias``

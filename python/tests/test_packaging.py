@@ -83,21 +83,28 @@ def pip(*args, cwd, timeout=900):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def install_stopping_before_build(python, cwd, *flags):
+    """`pip install <this checkout>` into `python`'s environment, which must fail
+    within a minute, before building, saying so; pip's output."""
+    start = time.monotonic()
+    result = pip("--python", str(python), "install", "--no-index", *flags, str(REPO), cwd=cwd)
+    seconds = time.monotonic() - start
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert "Nothing was built" in output, output[-3000:]
+    assert seconds < 60, seconds
+    return output
+
+
 def test_pip_install_without_torch_stops_within_seconds_saying_what_to_type(tmp_path):
     """`pip install <path>` without flags, in an environment without torch: the
     backend stops before building (no torch of PyPI's newest fetched to build
     against), saying what to install first."""
     wheelhouse = wheelhouse_or_skip()
     python = fresh_environment(tmp_path / "env")
-    start = time.monotonic()
-    result = pip("--python", str(python), "install", "--no-index", "--find-links", str(wheelhouse), str(REPO),
-                 cwd=tmp_path)
-    seconds = time.monotonic() - start
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-3000:]
+    output = install_stopping_before_build(python, tmp_path, "--find-links", str(wheelhouse))
     assert "pln: no torch in this environment" in output, output[-3000:]
-    assert f"{python} -m pip install torch" in output and "Nothing was built" in output
-    assert seconds < 60, seconds
+    assert f"{python} -m pip install torch" in output
 
 
 def test_pip_install_without_build_isolation_or_scikit_build_core_says_what_to_type(tmp_path):
@@ -105,16 +112,10 @@ def test_pip_install_without_build_isolation_or_scikit_build_core_says_what_to_t
     scikit-build-core: the backend stops before building, saying what to
     install first, rather than with ImportError's traceback."""
     python = fresh_environment(tmp_path / "env")
-    start = time.monotonic()
-    result = pip("--python", str(python), "install", "--no-index", "--no-deps", "--no-build-isolation", str(REPO),
-                 cwd=tmp_path)
-    seconds = time.monotonic() - start
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-3000:]
+    output = install_stopping_before_build(python, tmp_path, "--no-deps", "--no-build-isolation")
     assert "pln: building needs scikit-build-core (>= 0.10)" in output, output[-3000:]
-    assert f"{python} -m pip install 'scikit-build-core>=0.10'" in output and "Nothing was built" in output
+    assert f"{python} -m pip install 'scikit-build-core>=0.10'" in output
     assert "Traceback" not in output, output[-3000:]
-    assert seconds < 60, seconds
 
 
 def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_elsewhere(tmp_path):
