@@ -338,6 +338,54 @@ TEST(Forward, VeryLargeFeaturesLastOutputIsRowwiseBitForBit) {
   }
 }
 
+TEST(Forward, MidSizeGroupsAreRowwiseBitForBit) {
+  // Features-last groups of up to 16 registers go through the kernels a batch
+  // of groups at a time (large_groups.h), the batches running from one row
+  // into the next, the task's last groups one at a time: a group's bits are
+  // the same either way, so every row of a call is the bits of that row
+  // alone (whose few groups take no batch), the gradients too, and the
+  // thread count changes nothing. Groups of whole registers and with a tail,
+  // rows of a number of groups no batch divides; PLN and PLS; float32 and
+  // bfloat16.
+  struct Shape {
+    int64_t channels, group;
+  };
+  const int saved = torch::get_num_threads();
+  for (const Shape shape : {Shape{768, 64}, Shape{240, 48}, Shape{300, 100}, Shape{768, 256}, Shape{160, 32}}) {
+    for (bool centering : {true, false}) {
+      for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+        SCOPED_TRACE(::testing::Message() << "C " << shape.channels << " g " << shape.group
+                                          << (centering ? " PLN " : " PLS ") << dtype);
+        torch::manual_seed(16);
+        const int64_t rows = 37;
+        const auto x0 = (torch::randn({rows, shape.channels}) * 2 + 5).to(dtype);
+        const auto dy = torch::randn({rows, shape.channels}).to(dtype);
+        const auto w = torch::rand({shape.channels}) + 0.5, b = torch::randn({shape.channels});
+        const auto options = ParallelLNOptions(shape.channels, shape.group).dim(2).centering(centering);
+        std::vector<torch::Tensor> ys, dxs;
+        for (int threads : {1, 2}) {
+          torch::set_num_threads(threads);
+          const auto x = x0.clone().requires_grad_();
+          const auto y = functional::parallel_ln(x, options, w, b);
+          y.backward(dy);
+          ys.push_back(y.detach());
+          dxs.push_back(x.grad());
+        }
+        torch::set_num_threads(saved);
+        EXPECT_TRUE(torch::equal(ys[0], ys[1]));
+        EXPECT_TRUE(torch::equal(dxs[0], dxs[1]));
+        for (int64_t r = 0; r < rows; ++r) {
+          const auto xr = x0.slice(0, r, r + 1).clone().requires_grad_();
+          const auto yr = functional::parallel_ln(xr, options, w, b);
+          yr.backward(dy.slice(0, r, r + 1).contiguous());
+          ASSERT_TRUE(torch::equal(ys[0].slice(0, r, r + 1), yr.detach())) << "row " << r;
+          ASSERT_TRUE(torch::equal(dxs[0].slice(0, r, r + 1), xr.grad())) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(Forward, GroupOfAllFeaturesIsLayerNorm) {
   torch::manual_seed(5);
   const torch::Tensor x = torch::randn({7, 3, 20});

@@ -297,22 +297,16 @@ void forward_large_groups(const Geometry& g, const S* x, const T* w, const T* b,
   const bool stream = kStreams<T> && streams_output(y, G, g.numel(), int64_t(sizeof(S)) * V::kLanes);
   at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     // Instance s (row s / NG, group k = s % NG) starts at x + s * G.
-    for (int64_t s = begin; s < end;) {
-      const int64_t k = s % NG;
-      if (mid && s + kMidBatch <= end && k + kMidBatch <= NG) {
-        T scratch[2 * kMidBatch];
-        forward_mid_groups<V, kCenter, kMidBatch>(x + s * G, y + s * G, G, w + k * G, b + k * G,
-                                                  mean ? mean + s : scratch, mean ? rstd + s : scratch + kMidBatch,
-                                                  eps, s + 2 * kMidBatch <= end ? x + (s + kMidBatch) * G : nullptr,
-                                                  stream);
-        s += kMidBatch;
-        continue;
+    if (mid) {
+      forward_mid_groups<V, kCenter>(x, y, G, NG, w, b, mean, rstd, eps, begin, end, stream);
+    } else {
+      for (int64_t s = begin; s < end; ++s) {
+        const int64_t k = s % NG;
+        T m, r;
+        const S* next = s + 1 < end ? x + (s + 1) * G : nullptr;
+        forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next, stream);
+        if (mean) mean[s] = m, rstd[s] = r;
       }
-      T m, r;
-      const S* next = s + 1 < end ? x + (s + 1) * G : nullptr;
-      forward_large_group<V, kCenter>(x + s * G, y + s * G, G, w + k * G, b + k * G, m, r, eps, next, stream);
-      if (mean) mean[s] = m, rstd[s] = r;
-      ++s;
     }
     if (stream) V::stream_fence();
   });
@@ -593,12 +587,22 @@ void backward_features_last(const Geometry& g, const S* dy, const S* x, const T*
         S* const dx_u = dx ? dx + off : nullptr;
         T* const dw_k = dw ? dw + k * G : nullptr;
         T* const db_k = db ? db + k * G : nullptr;
-        if (mid && u + kMidBatch <= end && k + kMidBatch <= NG) {
-          const bool more = u + 2 * kMidBatch <= end;  // the next batch is prefetched whole
-          backward_mid_groups<V, kCenter, kMidBatch>(dy + off, x + off, G, mean + u, rstd + u, w + k * G, dx_u, dw_k,
-                                                     db_k, more ? x + off + kMidBatch * G : nullptr,
-                                                     more ? dy + off + kMidBatch * G : nullptr);
-          done = kMidBatch;
+        if (mid) {
+          // Batches may run into the next row (group u's weights: those of u % NG).
+          constexpr int kB = kMidBatch<V>;
+          if (u + kB <= end) {
+            const bool more = u + 2 * kB <= end;  // the next batch is prefetched whole
+            int64_t offset[kB];
+            weight_offsets(u, NG, G, offset);
+            backward_mid_groups<V, kCenter, kB>(dy + off, x + off, G, mean + u, rstd + u, w, offset, dx_u, dw, db,
+                                                more ? x + off + kB * G : nullptr, more ? dy + off + kB * G : nullptr);
+            done = kB;
+          } else {
+            int64_t offset[1];
+            weight_offsets(u, NG, G, offset);
+            backward_mid_groups<V, kCenter, 1>(dy + off, x + off, G, mean + u, rstd + u, w, offset, dx_u, dw, db,
+                                               nullptr, nullptr);
+          }
         } else {
           const bool more = u + 1 < end;
           backward_large_group<V, kCenter>(dy + off, x + off, G, mean[u], rstd[u], w + k * G, dx_u, dw_k, db_k,

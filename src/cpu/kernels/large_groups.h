@@ -350,12 +350,13 @@ inline void forward_ones(const S* x, S* y, int64_t n,
 // ------------------------------------------------------ mid-size groups ---
 // Groups of up to kMidRegisters registers (32-256 float features with
 // AVX-512) carry too little work each to hide the latency of their
-// reduce-sqrt-divide chain, so kMidBatch consecutive groups of one row go
-// through the passes together. Each lane then sums at most kMidRegisters
-// values, in T, and the lanes are added in pairs (V::sum): the error of a
-// cascade, without widening.
+// reduce-sqrt-divide chain, so kMidBatch consecutive groups go through the
+// passes together. Each lane then sums at most kMidRegisters values, in T,
+// and the lanes are added in pairs (V::sum, for a batch's registers at once
+// where V has lane_sums): the error of a cascade, without widening.
 
-constexpr int kMidBatch = 8;
+template <typename V>
+inline constexpr int kMidBatch = V::kLanes > 8 ? V::kLanes : 8;
 constexpr int64_t kMidRegisters = 16;
 
 template <typename V>
@@ -372,65 +373,125 @@ inline void batch_sums(int64_t G, Term term, typename V::Value (&out)[kB]) {
   int64_t j = 0;
   for (; j + V::kLanes <= G; j += V::kLanes)
     for (int i = 0; i < kB; ++i) acc[i] = term(V(), i, j, acc[i]);
-  for (int i = 0; i < kB; ++i) out[i] = V::sum(acc[i]);
+  sums_of<V>(acc, kB, out);
   for (; j < G; ++j)
     for (int i = 0; i < kB; ++i) out[i] = term(ScalarVec<typename V::Value>(), i, j, out[i]);
 }
 
-// The forward of kB consecutive groups of G features (group i at x + i * G,
-// its weights at w + i * G), as forward_large_group for each; next: the
-// task's next kB groups (or null), prefetched as there.
+// The statistics of kB consecutive groups of G features (group i at x + i * G):
+// each group's shift s (PLN: its first value), the mean m of the shifted
+// values and rstd. A group's are the same whatever kB.
+template <typename T, int kB>
+struct MidStats {
+  T s[kB], m[kB], r[kB];
+};
+
 template <typename V, bool kCenter, int kB, typename S>
-inline void forward_mid_groups(const S* x, S* y, int64_t G,
-                               const typename V::Value* w, const typename V::Value* b, typename V::Value* mean,
-                               typename V::Value* rstd, double eps, const NoDeduce<S>* next,
-                               bool stream) {
+inline MidStats<typename V::Value, kB> mid_statistics(const S* x, int64_t G, double eps) {
   using T = typename V::Value;
-  T s[kB], m[kB], sumsq[kB];
-  for (int i = 0; i < kB; ++i) s[i] = kCenter ? widen(x[i * G]) : T(0), m[i] = T(0);
+  MidStats<T, kB> st;
+  for (int i = 0; i < kB; ++i) st.s[i] = kCenter ? widen(x[i * G]) : T(0), st.m[i] = T(0);
   if (kCenter) {
     T sum[kB];
     batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
       using W = decltype(w_);
-      return W::add(acc, W::sub(W::load(x + i * G + j), W::set1(s[i])));
+      return W::add(acc, W::sub(W::load(x + i * G + j), W::set1(st.s[i])));
     }, sum);
-    for (int i = 0; i < kB; ++i) m[i] = sum[i] / static_cast<T>(G);
+    for (int i = 0; i < kB; ++i) st.m[i] = sum[i] / static_cast<T>(G);
   }
+  T sumsq[kB];
   batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
     using W = decltype(w_);
     const auto v = W::load(x + i * G + j);
-    const auto d = kCenter ? W::sub(W::sub(v, W::set1(s[i])), W::set1(m[i])) : v;
+    const auto d = kCenter ? W::sub(W::sub(v, W::set1(st.s[i])), W::set1(st.m[i])) : v;
     return W::fmadd(d, d, acc);
   }, sumsq);
-  T r[kB];
-  for (int i = 0; i < kB; ++i) r[i] = T(1) / std::sqrt(sumsq[i] / static_cast<T>(G) + static_cast<T>(eps));
+  // A loop the compiler vectorises: one square root and one division for the batch.
+  for (int i = 0; i < kB; ++i) st.r[i] = T(1) / std::sqrt(sumsq[i] / static_cast<T>(G) + static_cast<T>(eps));
+  return st;
+}
+
+// The output of the kB groups from their statistics; group i's weights at
+// w + offset[i]; its mean and rstd to mean[i] and rstd[i] unless mean is null.
+// next: the features to fetch into the cache meanwhile (or null).
+template <typename V, bool kCenter, int kB, typename S>
+inline void mid_output(const MidStats<typename V::Value, kB>& st, const S* x, S* y, int64_t G,
+                       const typename V::Value* w, const typename V::Value* b, const int64_t (&offset)[kB],
+                       typename V::Value* mean, typename V::Value* rstd, const NoDeduce<S>* next, bool stream) {
+  using T = typename V::Value;
   for (int i = 0; i < kB; ++i) {
-    const int64_t o = i * G;
+    const int64_t o = i * G, c = offset[i];
     for_each_register<V>(G, [&](auto w_, int64_t j) {
       using W = decltype(w_);
       if (next) __builtin_prefetch(next + o + j);
       const auto v = W::load(x + o + j);
-      const auto d = kCenter ? W::sub(W::sub(v, W::set1(s[i])), W::set1(m[i])) : v;
-      const auto out = W::fmadd(W::mul(d, W::set1(r[i])), W::load(w + o + j), W::load(b + o + j));
+      const auto d = kCenter ? W::sub(W::sub(v, W::set1(st.s[i])), W::set1(st.m[i])) : v;
+      const auto out = W::fmadd(W::mul(d, W::set1(st.r[i])), W::load(w + c + j), W::load(b + c + j));
       stream ? W::stream(y + o + j, out) : W::store(y + o + j, out);
     });
-    mean[i] = kCenter ? s[i] + m[i] : T(0);
-    rstd[i] = r[i];
+    if (mean) mean[i] = kCenter ? st.s[i] + st.m[i] : T(0), rstd[i] = st.r[i];
   }
 }
 
-// The backward of kB consecutive groups, as backward_large_group for each.
+// Where group u of a run of groups of a row of NG finds its weights (its
+// index in the row times G), for the kB groups from u.
+template <int kB>
+inline void weight_offsets(int64_t u, int64_t NG, int64_t G, int64_t (&offset)[kB]) {
+  int64_t k = u % NG;
+  for (int i = 0; i < kB; ++i, k = k + 1 == NG ? 0 : k + 1) offset[i] = k * G;
+}
+
+// The forward of groups [begin, end) of G features each, group u at x + u * G
+// with the weights of group u % NG of a row: kMidBatch<V> at a time, a batch
+// running into the next row where the row ends, and the statistics of the
+// next batch before the output of this one (their chains are independent,
+// and each batch's output waits on its own); the last groups one at a time.
+// A group's arithmetic is the same in a batch and alone: the bits do not
+// depend on how the groups fall into tasks.
+template <typename V, bool kCenter, typename S>
+void forward_mid_groups(const S* x, S* y, int64_t G, int64_t NG, const typename V::Value* w,
+                        const typename V::Value* b, typename V::Value* mean, typename V::Value* rstd, double eps,
+                        int64_t begin, int64_t end, bool stream) {
+  constexpr int kB = kMidBatch<V>;
+  int64_t u = begin;
+  if (u + kB <= end) {
+    auto st = mid_statistics<V, kCenter, kB>(x + u * G, G, eps);
+    for (;;) {
+      const bool more = u + 2 * kB <= end;
+      decltype(st) next;
+      if (more) next = mid_statistics<V, kCenter, kB>(x + (u + kB) * G, G, eps);
+      int64_t offset[kB];
+      weight_offsets(u, NG, G, offset);
+      const S* ahead = u + 3 * kB <= end ? x + (u + 2 * kB) * G : nullptr;
+      mid_output<V, kCenter, kB>(st, x + u * G, y + u * G, G, w, b, offset, mean ? mean + u : nullptr,
+                                 mean ? rstd + u : nullptr, ahead, stream);
+      u += kB;
+      if (!more) break;
+      st = next;
+    }
+  }
+  for (; u < end; ++u) {
+    int64_t offset[1];
+    weight_offsets(u, NG, G, offset);
+    mid_output<V, kCenter, 1>(mid_statistics<V, kCenter, 1>(x + u * G, G, eps), x + u * G, y + u * G, G, w, b, offset,
+                              mean ? mean + u : nullptr, mean ? rstd + u : nullptr, nullptr, stream);
+  }
+}
+
+// The backward of kB consecutive groups, group i's weights (and partial sums
+// of dweight and dbias) at offset[i]; a group's arithmetic is the same
+// whatever kB.
 template <typename V, bool kCenter, int kB, typename S>
 inline void backward_mid_groups(const S* dy, const S* x, int64_t G,
                                 const typename V::Value* mean, const typename V::Value* rstd,
-                                const typename V::Value* w, S* dx, typename V::Value* dw,
-                                typename V::Value* db, const NoDeduce<S>* next_x,
+                                const typename V::Value* w_row, const int64_t (&offset)[kB], S* dx,
+                                typename V::Value* dw_row, typename V::Value* db_row, const NoDeduce<S>* next_x,
                                 const NoDeduce<S>* next_dy) {
   using T = typename V::Value;
   T sum_gy[kB], sum_d[kB], sum_gyd[kB];
   batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
     using W = decltype(w_);
-    return W::add(acc, W::mul(W::load(dy + i * G + j), W::load(w + i * G + j)));
+    return W::add(acc, W::mul(W::load(dy + i * G + j), W::load(w_row + offset[i] + j)));
   }, sum_gy);
   if (kCenter) {
     batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
@@ -441,7 +502,7 @@ inline void backward_mid_groups(const S* dy, const S* x, int64_t G,
   batch_sums<V, kB>(G, [&](auto w_, int i, int64_t j, auto acc) {
     using W = decltype(w_);
     const auto d = W::sub(W::load(x + i * G + j), W::set1(mean[i]));
-    return W::fmadd(W::mul(W::load(dy + i * G + j), W::load(w + i * G + j)), d, acc);
+    return W::fmadd(W::mul(W::load(dy + i * G + j), W::load(w_row + offset[i] + j)), d, acc);
   }, sum_gyd);
   const T inv_g = T(1) / static_cast<T>(G);
   for (int i = 0; i < kB; ++i) {
@@ -449,6 +510,9 @@ inline void backward_mid_groups(const S* dy, const S* x, int64_t G,
     const T a = kCenter ? mean_gy : T(0);
     const T c = rstd[i] * (sum_gyd[i] * inv_g - mean_d * mean_gy);
     const int64_t o = i * G;
+    const typename V::Value* w = w_row + offset[i];
+    typename V::Value* dw = dw_row ? dw_row + offset[i] : nullptr;
+    typename V::Value* db = db_row ? db_row + offset[i] : nullptr;
     for_each_register<V>(G, [&](auto w_, int64_t j) {
       using W = decltype(w_);
       if (next_x) __builtin_prefetch(next_x + o + j), __builtin_prefetch(next_dy + o + j);
@@ -456,12 +520,12 @@ inline void backward_mid_groups(const S* dy, const S* x, int64_t G,
       const auto yv = W::mul(W::sub(W::sub(W::load(x + o + j), W::set1(mean[i])), W::set1(mean_d)),
                              W::set1(rstd[i]));
       if (dx) {
-        const auto gy_a = W::sub(W::mul(dyv, W::load(w + o + j)), W::set1(a));
+        const auto gy_a = W::sub(W::mul(dyv, W::load(w + j)), W::set1(a));
         W::store(dx + o + j, W::mul(W::set1(rstd[i]), W::sub(gy_a, W::mul(yv, W::set1(c)))));
       }
       if (dw) {
-        W::store(dw + o + j, W::fmadd(dyv, yv, W::load(dw + o + j)));
-        W::store(db + o + j, W::add(dyv, W::load(db + o + j)));
+        W::store(dw + j, W::fmadd(dyv, yv, W::load(dw + j)));
+        W::store(db + j, W::add(dyv, W::load(db + j)));
       }
     });
   }

@@ -23,6 +23,8 @@
 //   round(v)                    to the nearest integer, ties to even
 //   ldexp(v, n)                 v 2^n for integral n, v and the result normal
 //   sum(v)                      the lanes' total, added in pairs
+//   lane_sums(v[kLanes])        (where a type has it, with kLaneSums) lane l:
+//                               sum(v[l]), bit for bit
 //   accumulate(double* lanes, v): lanes[l] += v[l], widened to double
 //   Wide, wide_zero(), widen_add(acc, v), wide_sum(acc): a double register
 //                               that sums v's lanes in pairs, and its total
@@ -182,6 +184,23 @@ inline typename W::V transpose_sum(const typename W::V* v) {
     }
     return W::finish_transpose_sum(q);
   }
+}
+
+// out[i] = W::sum(v[i]) for i < n, bit for bit: kLanes registers at a time
+// through W::lane_sums where W has one (sum's tree, taken for all the
+// registers at once), the rest one by one.
+template <typename W, typename = void>
+struct HasLaneSums : std::false_type {};
+template <typename W>
+struct HasLaneSums<W, std::void_t<decltype(W::kLaneSums)>> : std::true_type {};
+
+template <typename W>
+inline void sums_of(const typename W::V* v, int n, typename W::Value* out) {
+  int i = 0;
+  if constexpr (HasLaneSums<W>::value) {
+    for (; i + W::kLanes <= n; i += W::kLanes) W::store(out + i, W::lane_sums(v + i));
+  }
+  for (; i < n; ++i) out[i] = W::sum(v[i]);
 }
 
 // Lane l: the sums of the lanes of g[l], of d[l] and of g[l] d[l]; the first

@@ -69,6 +69,20 @@ struct Avx2Vec<float> {
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
   }
+  // Lane l: sum(v[l]), bit for bit, for eight registers (as Avx512Vec's):
+  // lane 4q + j ends up holding register 2j + q's total.
+  static constexpr bool kLaneSums = true;
+  static V lane_sums(const V* v) {
+    V a[4], c[2];
+    for (int k = 0; k < 4; ++k) {
+      a[k] = add(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20), _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
+    }
+    for (int k = 0; k < 2; ++k) {
+      c[k] = add(_mm256_shuffle_ps(a[2 * k], a[2 * k + 1], 0x44), _mm256_shuffle_ps(a[2 * k], a[2 * k + 1], 0xEE));
+    }
+    const V d = add(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xDD));
+    return _mm256_permutevar8x32_ps(d, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
   static void accumulate(double* lanes, V v) {
     const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
     const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
@@ -248,7 +262,32 @@ struct Avx512Vec<float> {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V ldexp(V v, V n) { return _mm512_scalef_ps(v, n); }
-  static float sum(V v) { return _mm512_reduce_add_ps(v); }
+  // Lanes l and l + 8 added, then l + 4, l + 2 and l + 1 (the tree of
+  // lane_sums, and of GCC's _mm512_reduce_add_ps).
+  static float sum(V v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+  }
+  // Lane l: sum(v[l]), bit for bit, for sixteen registers: each level of
+  // sum's tree taken for two registers a shuffle pair. Lane 4q + j ends up
+  // holding register 4j + q's total, put in place by one permutation.
+  static constexpr bool kLaneSums = true;
+  static V lane_sums(const V* v) {
+    V a[8], b[4], c[2];
+    for (int k = 0; k < 8; ++k) {
+      a[k] = add(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
+    }
+    for (int k = 0; k < 4; ++k) {
+      b[k] = add(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x88), _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xDD));
+    }
+    for (int k = 0; k < 2; ++k) {
+      c[k] = add(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0x44), _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0xEE));
+    }
+    const V d = add(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), d);
+  }
   static void accumulate(double* lanes, V v) {
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
     const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
