@@ -339,14 +339,14 @@ TEST(Forward, VeryLargeFeaturesLastOutputIsRowwiseBitForBit) {
 }
 
 TEST(Forward, MidSizeGroupsAreRowwiseBitForBit) {
-  // Features-last groups of up to 16 registers go through the kernels a batch
-  // of groups at a time (large_groups.h), the batches running from one row
-  // into the next, the task's last groups one at a time: a group's bits are
-  // the same either way, so every row of a call is the bits of that row
-  // alone (whose few groups take no batch), the gradients too, and the
-  // thread count changes nothing. Groups of whole registers and with a tail,
-  // rows of a number of groups no batch divides; PLN and PLS; float32 and
-  // bfloat16.
+  // Features-last groups of up to 16 registers go through the forward a
+  // batch of groups at a time (large_groups.h), the batches running from one
+  // row into the next, the task's last groups one at a time: a group's bits
+  // are the same either way, so every row of a call is the bits of that row
+  // alone (whose few groups take no batch), and the thread count changes
+  // nothing; the backward's batches stay within a row, so its rows are too.
+  // Groups of whole registers and with a tail, rows of a number of groups no
+  // batch divides; PLN and PLS; float32 and bfloat16.
   struct Shape {
     int64_t channels, group;
   };
