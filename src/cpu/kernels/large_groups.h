@@ -469,30 +469,23 @@ template <typename V, bool kCenter, int kB, typename S>
 void forward_mid_batches(const S* x, S* y, int64_t G, int64_t NG, const typename V::Value* w,
                          const typename V::Value* b, typename V::Value* mean, typename V::Value* rstd, double eps,
                          int64_t begin, int64_t end, bool stream) {
+  const bool pipelined = kB * G * int64_t(sizeof(S)) <= kPipelinedBatchBytes;
   int64_t u = begin;
-  if (u + kB <= end && kB * G * int64_t(sizeof(S)) > kPipelinedBatchBytes) {
-    for (; u + kB <= end; u += kB) {
-      int64_t offset[kB];
-      weight_offsets(u, NG, G, offset);
-      const S* next = u + 2 * kB <= end ? x + (u + kB) * G : nullptr;
-      mid_output<V, kCenter, kB>(mid_statistics<V, kCenter, kB>(x + u * G, G, eps), x + u * G, y + u * G, G, w, b,
-                                 offset, mean ? mean + u : nullptr, mean ? rstd + u : nullptr, next, stream);
-    }
-  }
   if (u + kB <= end) {
     auto st = mid_statistics<V, kCenter, kB>(x + u * G, G, eps);
     for (;;) {
       const bool more = u + 2 * kB <= end;
       decltype(st) next;
-      if (more) next = mid_statistics<V, kCenter, kB>(x + (u + kB) * G, G, eps);
+      if (more && pipelined) next = mid_statistics<V, kCenter, kB>(x + (u + kB) * G, G, eps);
       int64_t offset[kB];
       weight_offsets(u, NG, G, offset);
-      const S* ahead = u + 3 * kB <= end ? x + (u + 2 * kB) * G : nullptr;
+      // Fetched meanwhile: the first batch whose statistics are still to come.
+      const int64_t ahead = u + (pipelined ? 2 : 1) * kB;
       mid_output<V, kCenter, kB>(st, x + u * G, y + u * G, G, w, b, offset, mean ? mean + u : nullptr,
-                                 mean ? rstd + u : nullptr, ahead, stream);
+                                 mean ? rstd + u : nullptr, ahead + kB <= end ? x + ahead * G : nullptr, stream);
       u += kB;
       if (!more) break;
-      st = next;
+      st = pipelined ? next : mid_statistics<V, kCenter, kB>(x + u * G, G, eps);
     }
   }
   for (; u < end; ++u) {
