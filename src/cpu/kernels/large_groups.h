@@ -395,8 +395,12 @@ inline void batch_sums(int64_t G, Term term, typename V::Value (&out)[kB]) {
 // The statistics of kB consecutive groups of G features (group i at x + i * G):
 // each group's shift s (PLN: its first value), the mean m of the shifted
 // values and rstd. A group's are the same whatever kB.
+// 64-byte aligned: GCC aligns such a local so for its vector copies (a
+// batch's statistics are copied from one pipeline stage to the next), and
+// under AddressSanitizer's fake stack (detect_stack_use_after_return) only
+// the declared alignment is kept, where the aligned copy would fault.
 template <typename T, int kB>
-struct MidStats {
+struct alignas(64) MidStats {
   T s[kB], m[kB], r[kB];
 };
 
