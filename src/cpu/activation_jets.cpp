@@ -13,7 +13,7 @@
 
 #include "cpu/activation_jets.h"
 
-#include <ATen/Parallel.h>
+#include "cpu/parallel.h"
 
 #include <algorithm>
 #include <array>
@@ -197,7 +197,7 @@ struct Silu {
 
 template <typename Fn>
 void for_element_ranges(const ActivationJetShape& s, Fn&& fn) {
-  at::parallel_for(0, s.elements, std::max<int64_t>(1, kTaskValues / s.parts()), fn);
+  parallel_for(0, s.elements, std::max<int64_t>(1, kTaskValues / s.parts()), fn);
 }
 
 template <typename Act, typename T>

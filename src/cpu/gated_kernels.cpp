@@ -9,7 +9,7 @@
 
 #include "cpu/gated_kernels.h"
 
-#include <ATen/Parallel.h>
+#include "cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -72,7 +72,7 @@ void forward_impl(const Shape& s, const S* x, const S* z, const compute_t<S>* w,
   using T = compute_t<S>;
   using V = NativeVec<T>;
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
-  at::parallel_for(0, s.rows, std::max<int64_t>(1, kForwardTaskValues / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
+  parallel_for(0, s.rows, std::max<int64_t>(1, kForwardTaskValues / std::max<int64_t>(C, 1)), [&](int64_t begin, int64_t end) {
     std::vector<T> sg(static_cast<size_t>(g)), hs(static_cast<size_t>(g)), out(static_cast<size_t>(g));
     for (int64_t row = begin; row < end; ++row) {
       for (int64_t k = 0; k < G; ++k) {
@@ -162,7 +162,7 @@ void backward_impl(const Shape& s, const S* dy, const S* x, const S* z, const co
   const int64_t C = s.channels, G = s.num_groups(), g = s.group;
   const int64_t tasks = (s.rows + kRowsPerTask - 1) / kRowsPerTask;
   std::vector<double> partial(static_cast<size_t>(std::max<int64_t>(tasks, 1) * 2 * C), 0.0);
-  at::parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
+  parallel_for(0, tasks, 1, [&](int64_t first, int64_t last) {
     std::vector<T> sg(static_cast<size_t>(g)), hs(static_cast<size_t>(g)), rows(static_cast<size_t>(2 * C));
     for (int64_t task = first; task < last; ++task) {
       double* const task_sums = partial.data() + task * 2 * C;

@@ -18,7 +18,7 @@
 
 #include "cpu/jet_kernels.h"
 
-#include <ATen/Parallel.h>
+#include "cpu/parallel.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -287,7 +287,7 @@ template <typename Fn>
 void for_rows(const JetGeometry& g, Fn&& fn) {
   // Rows of wide jets are independent; keep a few thousand values per task.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.channels * g.parts()));
-  at::parallel_for(0, g.rows, grain, fn);
+  parallel_for(0, g.rows, grain, fn);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@
 
 #include "cpu/kernels.h"
 
-#include <ATen/Parallel.h>
+#include "cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -272,7 +272,7 @@ void forward_small_rows(const Geometry& g, const S* x, const T* w, const T* b, S
   const int64_t grain = std::max<int64_t>(1, kGrainElements / C);
   const bool stream = kStreams<T> && streams_output(y, C, g.numel());
   const bool stream_octets = kStreams<T> && streams_output(y, C, g.numel(), 64, kStreamOctetForwardBytes);
-  at::parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.outer, grain, [&](int64_t begin, int64_t end) {
     if (forward_rows_octets<S, kCenter>(g, x, w, b, y, mean, rstd, eps, begin, end, stream_octets)) return;
     // Without saved statistics, each row's go to a scratch that stays in L1.
     std::vector<T> scratch(static_cast<size_t>(mean ? NG : 3 * NG));
@@ -295,7 +295,7 @@ void forward_large_groups(const Geometry& g, const S* x, const T* w, const T* b,
   using V = NativeVec<T>;
   const bool mid = mid_size_group<V>(G);
   const bool stream = kStreams<T> && streams_output(y, G, g.numel(), int64_t(sizeof(S)) * V::kLanes);
-  at::parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.outer * NG, grain, [&](int64_t begin, int64_t end) {
     // Instance s (row s / NG, group k = s % NG) starts at x + s * G.
     if (mid) {
       forward_mid_groups<V, kCenter>(x, y, G, NG, w, b, mean, rstd, eps, begin, end, stream);
@@ -328,7 +328,7 @@ struct SplitPlan {
 
   // Runs enough that `groups` groups of G features give every thread a task.
   static SplitPlan over(int64_t groups, int64_t G) {
-    const int64_t threads = at::get_num_threads(), pieces = pieces_of(G);
+    const int64_t threads = num_threads(), pieces = pieces_of(G);
     const int64_t wanted_runs = std::min(pieces, (threads + groups - 1) / groups);
     const int64_t run_pieces = (pieces + wanted_runs - 1) / wanted_runs;
     return {groups, pieces, run_pieces, (pieces + run_pieces - 1) / run_pieces};
@@ -363,15 +363,15 @@ constexpr int64_t kFewRows = 16;
 // the threads (the backward: or a few rows of them), outside a parallel
 // region (where at::parallel_for runs inline).
 bool splits_groups(const Geometry& g, bool backward) {
-  if (g.inner != 1 || g.group < kSplitGroup || at::in_parallel_region()) return false;
-  const int64_t threads = at::get_num_threads(), groups = g.outer * g.num_groups();
+  if (g.inner != 1 || g.group < kSplitGroup || in_parallel_region()) return false;
+  const int64_t threads = num_threads(), groups = g.outer * g.num_groups();
   return groups < threads || (backward && g.outer <= kFewRows);
 }
 
 // One parallel loop over a plan's tasks: body(u, p) for every piece of each.
 template <typename Body>
 void for_each_piece(const SplitPlan& plan, Body body) {
-  at::parallel_for(0, plan.groups * plan.runs, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, plan.groups * plan.runs, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) plan.for_pieces(t, body);
   });
 }
@@ -451,7 +451,7 @@ void forward_strided(const Geometry& g, const S* x, const T* w, const T* b, S* y
   const bool large = plan.large;
   const auto small_chunk = plan.stream ? forward_chunk<SmallGroupVec<T>, kCenter, true, S>
                                        : forward_chunk<SmallGroupVec<T>, kCenter, false, S>;
-  at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
     std::vector<T> scratch(mean ? 0 : static_cast<size_t>(2 * chunk));
     std::vector<double> sums(large ? static_cast<size_t>(2 * chunk) : 0);
     for (int64_t s = begin; s < end; ++s) {
@@ -480,7 +480,7 @@ void forward_strided(const Geometry& g, const S* x, const T* w, const T* b, S* y
 template <typename S, bool kCenter, typename T = compute_t<S>>
 void forward_groups_of_one(const Geometry& g, const S* x, const T* w, const T* b, S* y, T* mean, T* rstd, T eps) {
   const int64_t C = g.channels, I = g.inner;
-  at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       const int64_t off = o * C * I;
       if (I == 1) {
@@ -511,19 +511,20 @@ void forward_impl(const Geometry& g, const S* x, const T* w, const T* b, S* y, T
 
 // ------------------------------------------------------------ backward ---
 
-// Per-thread [C] partial sums for dweight and dbias, added up at the end.
+// [C] partial sums for dweight and dbias a task (parallel_tasks), added up
+// at the end in the order of the tasks.
 struct ParamGradPartials {
   ParamGradPartials(int64_t channels, bool wanted)
       : C(channels), wanted(wanted),
-        sums(wanted ? static_cast<size_t>(2 * channels * at::get_num_threads()) : 0, 0.0) {}
-  double* dweight() { return wanted ? sums.data() + 2 * C * at::get_thread_num() : nullptr; }
-  double* dbias() { return wanted ? dweight() + C : nullptr; }
+        sums(wanted ? static_cast<size_t>(2 * channels * num_threads()) : 0, 0.0) {}
+  double* dweight(int64_t task) { return wanted ? sums.data() + 2 * C * task : nullptr; }
+  double* dbias(int64_t task) { return wanted ? dweight(task) + C : nullptr; }
   // Adds a task's sums in T (the first `2 * C` values of local: dweight, then
-  // dbias) to this thread's, and clears them.
+  // dbias) to its partial sums, and clears them.
   template <typename T>
-  void flush(std::vector<T>& local) {
+  void flush(int64_t task, std::vector<T>& local) {
     if (!wanted) return;
-    double* p = dweight();
+    double* p = dweight(task);
     for (int64_t c = 0; c < 2 * C; ++c) p[c] += static_cast<double>(local[static_cast<size_t>(c)]);
     std::fill(local.begin(), local.end(), T(0));
   }
@@ -574,7 +575,7 @@ void backward_features_last(const Geometry& g, const S* dy, const S* x, const T*
   const int64_t flush_every = kParamGradRows * (large ? NG : 1);
   const bool stream = kStreams<T> && std::is_same_v<T, float> && G == 8 && streams_octet_backward() &&
                       streams_output(dx, C, g.numel(), 64);
-  at::parallel_for(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t begin, int64_t end) {
+  parallel_tasks(0, units, std::max<int64_t>(1, kGrainElements / per_unit), [&](int64_t task, int64_t begin, int64_t end) {
     std::vector<T> local(partials.wanted ? static_cast<size_t>(2 * C) : 0, T(0));
     T* dw = partials.wanted ? local.data() : nullptr;
     T* db = partials.wanted ? local.data() + C : nullptr;
@@ -610,10 +611,10 @@ void backward_features_last(const Geometry& g, const S* dy, const S* x, const T*
       }
       u += done;
       since_flush += done;
-      if (since_flush >= flush_every) partials.flush(local), since_flush = 0;
+      if (since_flush >= flush_every) partials.flush(task, local), since_flush = 0;
     }
     if (stream) V::stream_fence();
-    partials.flush(local);
+    partials.flush(task, local);
   });
 }
 
@@ -645,7 +646,7 @@ void backward_split_groups(const Geometry& g, const S* dy, const S* x, const T* 
     coefficients.push_back(backward_coefficients<T, kCenter>(sums, G, rstd[u]));
   }
   const bool param_grads = dweight != nullptr || dbias != nullptr;
-  at::parallel_for(0, NG * by_feature.runs, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, NG * by_feature.runs, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> rows(param_grads ? static_cast<size_t>(2 * kPiece) : 0);  // dweight, dbias in T
     std::vector<double> sums(param_grads ? static_cast<size_t>(2 * kPiece) : 0);
     for (int64_t t = begin; t < end; ++t) {
@@ -681,9 +682,9 @@ void backward_strided(const Geometry& g, const S* dy, const S* x, const T* mean,
   const bool large = plan.large;
   const auto small_chunk = plan.stream ? backward_chunk<SmallGroupVec<T>, kCenter, true, S>
                                        : backward_chunk<SmallGroupVec<T>, kCenter, false, S>;
-  at::parallel_for(0, g.outer * NG, plan.grain, [&](int64_t begin, int64_t end) {
-    double* dw = partials.dweight();
-    double* db = partials.dbias();
+  parallel_tasks(0, g.outer * NG, plan.grain, [&](int64_t task, int64_t begin, int64_t end) {
+    double* dw = partials.dweight(task);
+    double* db = partials.dbias(task);
     std::vector<double> sums(large ? static_cast<size_t>(3 * chunk) : 0);
     std::vector<T> coef(large ? static_cast<size_t>(3 * chunk) : 0);
     for (int64_t s = begin; s < end; ++s) {
@@ -722,13 +723,13 @@ void backward_groups_of_one(const Geometry& g, const S* dy, S* dx, ParamGradPart
   const int64_t C = g.channels, I = g.inner;
   // dx in a few large pieces, whose fills the C library writes around the cache.
   if (dx) {
-    at::parallel_for(0, g.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
+    parallel_for(0, g.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
       std::fill(dx + begin, dx + end, narrow<S>(T(0)));
     });
   }
   if (!partials.wanted) return;
-  at::parallel_for(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t begin, int64_t end) {
-    double* db = partials.dbias();
+  parallel_tasks(0, g.outer, std::max<int64_t>(1, kGrainElements / (C * I)), [&](int64_t task, int64_t begin, int64_t end) {
+    double* db = partials.dbias(task);
     for (int64_t o = begin; o < end; ++o) {
       const S* dy_o = dy + o * C * I;
       if (I == 1) {
