@@ -4,19 +4,6 @@
 
 namespace pln::detail {
 
-namespace {
-const char* layout_shape_name(Layout layout) {
-  switch (layout) {
-    case Layout::kNC: return "[N, C]";
-    case Layout::kNTC: return "[N, T, C]";
-    case Layout::kNCHW: return "[N, C, H, W]";
-    case Layout::kNHWC: return "[N, H, W, C]";
-    case Layout::kNCL: return "[N, C, L]";
-  }
-  return "?";
-}
-}  // namespace
-
 void check_input(const torch::Tensor& x, Layout layout, int64_t num_features) {
   TORCH_CHECK(x.defined(), "pln: input tensor is undefined");
   TORCH_CHECK(at::isFloatingType(x.scalar_type()),
@@ -24,7 +11,7 @@ void check_input(const torch::Tensor& x, Layout layout, int64_t num_features) {
   const int64_t rank = layout_rank(layout);
   // Sizes are read as SymInts: under torch.compile they may be symbolic.
   TORCH_CHECK(x.dim() == rank, "pln: layout ", to_string(layout), " expects a ", rank, "-D input ",
-              layout_shape_name(layout), ", got a ", x.dim(), "-D input of shape ", x.sym_sizes());
+              layouts::shape_name(layout), ", got a ", x.dim(), "-D input of shape ", x.sym_sizes());
   const int64_t axis = layout_channel_axis(layout);
   if (num_features <= 0) return;  // the input's width: the caller checks it against the group
   TORCH_CHECK(x.sym_size(axis) == num_features, "pln: expected ", num_features,

@@ -2,51 +2,28 @@
 
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-#include <cctype>
 
 namespace pln {
 
 std::string to_string(Layout layout) {
-  switch (layout) {
-    case Layout::kNC: return "NC";
-    case Layout::kNTC: return "NTC";
-    case Layout::kNCHW: return "NCHW";
-    case Layout::kNHWC: return "NHWC";
-    case Layout::kNCL: return "NCL";
-  }
-  TORCH_CHECK(false, "pln: unknown layout value ", static_cast<int>(layout));
+  TORCH_CHECK(layouts::rank(layout) > 0, "pln: unknown layout value ", static_cast<int>(layout));
+  return layouts::name(layout);
 }
 
 Layout layout_from_string(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "nc") return Layout::kNC;
-  if (lower == "ntc") return Layout::kNTC;
-  if (lower == "nchw") return Layout::kNCHW;
-  if (lower == "nhwc") return Layout::kNHWC;
-  if (lower == "ncl") return Layout::kNCL;
-  TORCH_CHECK(false, "pln: unknown layout '", name, "'; expected one of nc, ntc, nchw, nhwc, ncl");
+  const auto layout = layouts::parse(name);
+  TORCH_CHECK(layout, "pln: unknown layout '", name, "'; expected one of nc, ntc, nchw, nhwc, ncl");
+  return *layout;
 }
 
 int64_t layout_rank(Layout layout) {
-  switch (layout) {
-    case Layout::kNC: return 2;
-    case Layout::kNTC:
-    case Layout::kNCL: return 3;
-    case Layout::kNCHW:
-    case Layout::kNHWC: return 4;
-  }
-  TORCH_CHECK(false, "pln: unknown layout value ", static_cast<int>(layout));
+  TORCH_CHECK(layouts::rank(layout) > 0, "pln: unknown layout value ", static_cast<int>(layout));
+  return layouts::rank(layout);
 }
 
 int64_t layout_channel_axis(Layout layout) {
-  switch (layout) {
-    case Layout::kNCHW:
-    case Layout::kNCL: return 1;
-    default: return layout_rank(layout) - 1;
-  }
+  layout_rank(layout);  // an error for a value outside the enum
+  return layouts::channel_axis(layout);
 }
 
 namespace detail {

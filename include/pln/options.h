@@ -1,6 +1,7 @@
 #pragma once
 // Options of the Parallel LN family, in the style of torch::nn::LayerNormOptions.
 
+#include <pln/layout.h>
 #include <torch/arg.h>
 #include <torch/types.h>
 
@@ -10,17 +11,6 @@
 #include <utility>
 
 namespace pln {
-
-/// Where the feature (channel) axis is, declared by the caller, never guessed
-/// from sizes. `dim` of the original module picks kNC (2), kNTC (3) or kNCHW (4);
-/// the other two are reached through the `layout` override.
-enum class Layout {
-  kNC,    ///< [N, C]          (MLP batch)
-  kNTC,   ///< [N, T, C]       (tokens, features last)
-  kNCHW,  ///< [N, C, H, W]    (normalised per pixel along axis 1)
-  kNHWC,  ///< [N, H, W, C]    (channels-last data stored as such)
-  kNCL,   ///< [N, C, L]       (sequences, channels first)
-};
 
 std::string to_string(Layout layout);
 /// Parses "nc", "ntc", "nchw", "nhwc" or "ncl" (case-insensitive).

@@ -1,10 +1,19 @@
 // The one choice of the CPU capability whose compilation of the kernels runs
-// (src/cpu/: one namespace a capability), and the functions of
-// cpu/kernels.h, cpu/gated_kernels.h and cpu/jet_kernels.h that switch to it.
+// (src/cpu/: one namespace a capability, cpu_dispatch.h), and the functions of
+// cpu/kernels.h and cpu/gated_kernels.h that switch to it (jet_dispatch.cpp:
+// the jets').
 
 #include <pln/kernels.h>
 
+// The library throws LibTorch's c10::Error; the stable-ABI build the error
+// the stable ABI carries to Python (both a RuntimeError there).
+#if PLN_STABLE_ABI
+#include <torch/headeronly/util/Exception.h>
+#define PLN_CHECK STD_TORCH_CHECK
+#else
 #include <c10/util/Exception.h>
+#define PLN_CHECK TORCH_CHECK
+#endif
 
 #if PLN_X86_KERNELS
 #include <cpuid.h>
@@ -17,18 +26,12 @@
 #include <optional>
 #include <string>
 
-#include "cpu/activation_jets.h"
 #include "cpu/gated_kernels.h"
-#include "cpu/jet_kernels.h"
 #include "cpu/kernels.h"
+#include "ops/cpu_dispatch.h"
 
 namespace pln::cpu {
 namespace {
-
-// Every capability of either architecture; a build holds those of the
-// architecture it targets (kBuilt below, from CMakeLists.txt's
-// PLN_CPU_CAPABILITIES) and runs the best the CPU supports.
-enum class Capability { kBase, kAvx2, kAvx512, kNeon };
 
 struct CapabilityName {
   Capability capability;
@@ -105,29 +108,6 @@ Capability best_supported() {
   return best;
 }
 
-// The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
-// (how the tests run the lesser and the portable kernels on a machine that
-// has better ones). A bad value is an error on every kernel call, not a
-// silent fallback: a name no architecture has, one of another architecture,
-// or one this CPU lacks.
-Capability chosen() {
-  static const Capability cap = [] {
-    const auto wanted = environment_setting("PLN_CPU_CAPABILITY");
-    if (!wanted) return best_supported();
-    const std::string& name = *wanted;
-    const CapabilityName* entry = nullptr;
-    for (const auto& e : kNames) {
-      if (name == e.name) entry = &e;
-    }
-    TORCH_CHECK(entry != nullptr, "PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon, got '", name, "'");
-    TORCH_CHECK(built(entry->capability), "PLN_CPU_CAPABILITY=", name, ", but this build's kernels are ",
-                kArchitecture, "'s: ", built_names());
-    const char* missing = lacks(entry->capability);
-    TORCH_CHECK(missing == nullptr, "PLN_CPU_CAPABILITY=", name, ", but this CPU lacks ", missing ? missing : "");
-    return entry->capability;
-  }();
-  return cap;
-}
 
 #if PLN_X86_KERNELS
 // AMD's family (base plus extended, as AMD documents it), or 0 on another vendor's CPU.
@@ -145,6 +125,30 @@ unsigned amd_family() { return 0; }
 
 }  // namespace
 
+// The best capability this CPU supports, or the one PLN_CPU_CAPABILITY names
+// (how the tests run the lesser and the portable kernels on a machine that
+// has better ones). A bad value is an error on every kernel call, not a
+// silent fallback: a name no architecture has, one of another architecture,
+// or one this CPU lacks.
+Capability chosen() {
+  static const Capability cap = [] {
+    const auto wanted = environment_setting("PLN_CPU_CAPABILITY");
+    if (!wanted) return best_supported();
+    const std::string& name = *wanted;
+    const CapabilityName* entry = nullptr;
+    for (const auto& e : kNames) {
+      if (name == e.name) entry = &e;
+    }
+    PLN_CHECK(entry != nullptr, "PLN_CPU_CAPABILITY must be base, avx2, avx512 or neon, got '", name, "'");
+    PLN_CHECK(built(entry->capability), "PLN_CPU_CAPABILITY=", name, ", but this build's kernels are ",
+                kArchitecture, "'s: ", built_names());
+    const char* missing = lacks(entry->capability);
+    PLN_CHECK(missing == nullptr, "PLN_CPU_CAPABILITY=", name, ", but this CPU lacks ", missing ? missing : "");
+    return entry->capability;
+  }();
+  return cap;
+}
+
 // Streaming the backward's dx pays where the kernel is otherwise bound by
 // memory (Zen 5) and costs where it is bound by its arithmetic (Zen 4); other
 // CPUs, not measured, store through the cache as the kernel did before
@@ -152,7 +156,7 @@ unsigned amd_family() { return 0; }
 bool streams_octet_backward() {
   static const bool on = [] {
     if (const auto wanted = environment_setting("PLN_CPU_STREAM_BACKWARD")) {
-      TORCH_CHECK(*wanted == "0" || *wanted == "1", "PLN_CPU_STREAM_BACKWARD must be 0 or 1, got '",
+      PLN_CHECK(*wanted == "0" || *wanted == "1", "PLN_CPU_STREAM_BACKWARD must be 0 or 1, got '",
                   *wanted, "'");
       return *wanted == "1";
     }
@@ -163,26 +167,6 @@ bool streams_octet_backward() {
 
 const char* capability() { return name_of(chosen()); }
 
-// The one switch from the capability to its kernels' namespace; chosen()
-// returns only capabilities this build holds.
-#if PLN_X86_KERNELS
-#define PLN_DISPATCH(fn, ...)                                          \
-  switch (chosen()) {                                                  \
-    case Capability::kAvx512: return avx512::fn(__VA_ARGS__);          \
-    case Capability::kAvx2: return avx2::fn(__VA_ARGS__);              \
-    default: return base::fn(__VA_ARGS__);                             \
-  }
-#elif PLN_ARM_KERNELS
-#define PLN_DISPATCH(fn, ...)                                          \
-  switch (chosen()) {                                                  \
-    case Capability::kNeon: return neon::fn(__VA_ARGS__);              \
-    default: return base::fn(__VA_ARGS__);                             \
-  }
-#else
-#define PLN_DISPATCH(fn, ...)                                          \
-  (void)chosen();                                                      \
-  return base::fn(__VA_ARGS__);
-#endif
 
 template <typename S>
 void forward(const Geometry& g, const S* x, const compute_t<S>* weight, const compute_t<S>* bias, S* y,
@@ -195,26 +179,6 @@ void backward(const Geometry& g, const S* dy, const S* x, const compute_t<S>* me
               const compute_t<S>* weight, bool centering, S* dx, double* dweight, double* dbias) {
   (void)streams_octet_backward();  // a bad PLN_CPU_STREAM_BACKWARD fails every backward
   PLN_DISPATCH(backward<S>, g, dy, x, mean, rstd, weight, centering, dx, dweight, dbias)
-}
-
-template <typename T>
-void jet_forward(const JetGeometry& g, const T* x, T* y, double eps, bool centering) {
-  PLN_DISPATCH(jet_forward<T>, g, x, y, eps, centering)
-}
-
-template <typename T>
-void jet_backward(const JetGeometry& g, const T* dy, const T* x, T* dx, double eps, bool centering) {
-  PLN_DISPATCH(jet_backward<T>, g, dy, x, dx, eps, centering)
-}
-
-template <typename T>
-void activation_jet_forward(JetActivation act, const ActivationJetShape& s, const T* x, T* y) {
-  PLN_DISPATCH(activation_jet_forward, act, s, x, y)
-}
-
-template <typename T>
-void activation_jet_backward(JetActivation act, const ActivationJetShape& s, const T* dy, const T* x, T* dx) {
-  PLN_DISPATCH(activation_jet_backward, act, s, dy, x, dx)
 }
 
 namespace gated {
@@ -234,18 +198,6 @@ void backward(const Shape& s, const S* dy, const S* x, const S* z, const compute
 
 }  // namespace gated
 
-#undef PLN_DISPATCH
-
-template void jet_forward<float>(const JetGeometry&, const float*, float*, double, bool);
-template void jet_forward<double>(const JetGeometry&, const double*, double*, double, bool);
-template void jet_backward<float>(const JetGeometry&, const float*, const float*, float*, double, bool);
-template void jet_backward<double>(const JetGeometry&, const double*, const double*, double*, double, bool);
-template void activation_jet_forward<float>(JetActivation, const ActivationJetShape&, const float*, float*);
-template void activation_jet_forward<double>(JetActivation, const ActivationJetShape&, const double*, double*);
-template void activation_jet_backward<float>(JetActivation, const ActivationJetShape&, const float*, const float*,
-                                             float*);
-template void activation_jet_backward<double>(JetActivation, const ActivationJetShape&, const double*,
-                                              const double*, double*);
 
 #define PLN_INSTANTIATE(S)                                                                                       \
   template void forward<S>(const Geometry&, const S*, const compute_t<S>*, const compute_t<S>*, S*, compute_t<S>*,  \

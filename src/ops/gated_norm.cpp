@@ -19,6 +19,7 @@
 #include "ops/gated_norm.h"
 
 #include "ops/autograd_support.h"
+#include "ops/schemas.h"
 
 #include "cpu/gated_kernels.h"
 #include "ops/stored.h"
@@ -449,19 +450,11 @@ at::Tensor gated_norm(const at::Tensor& input, const at::Tensor& gate, const Opt
 namespace gated_op = pln::ops::gated_norm_op;
 
 TORCH_LIBRARY_FRAGMENT(pln, m) {
-  m.def("gated_norm(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
-        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
-        "str activation=\"silu\") -> Tensor");
-  m.def("gated_norm_forward(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
-        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
-        "str activation=\"silu\") -> (Tensor output, Tensor mean, Tensor rstd)");
-  m.def("gated_norm_backward(Tensor grad_output, Tensor input, Tensor gate, Tensor mean, Tensor rstd, "
-        "Tensor? weight, Tensor? bias, int num_features, int num_per_group, float eps=1e-05, "
-        "bool centering=False, str gate_position=\"before\", str activation=\"silu\") "
-        "-> (Tensor grad_input, Tensor grad_gate, Tensor grad_weight, Tensor grad_bias)");
-  m.def("gated_norm_composite(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
-        "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
-        "str activation=\"silu\") -> Tensor");
+  namespace schema = pln::ops::schema;
+  m.def(schema::kGatedNorm);
+  m.def(schema::kGatedNormForward);
+  m.def(schema::kGatedNormBackward);
+  m.def(schema::kGatedNormComposite);
 }
 
 TORCH_LIBRARY_IMPL(pln, CPU, m) {

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "ops/schemas.h"
+
 // What the pln::ops CMake target makes the linker look for, so that a program
 // linking it keeps libpln, and with it these registrations.
 extern "C" __attribute__((visibility("default"))) const int pln_operators_registered = 1;
@@ -23,5 +25,5 @@ extern "C" __attribute__((visibility("default"), used)) const char pln_built_aga
 TORCH_LIBRARY(pln, m) {
   // The CPU kernels the fused ops run in this process (pln.cpu_kernels()): an
   // op, so that a bad PLN_CPU_CAPABILITY reaches Python as an error naming it.
-  m.def("cpu_kernels() -> str", [] { return std::string(pln::cpu_kernels()); });
+  m.def(pln::ops::schema::kCpuKernels, [] { return std::string(pln::cpu_kernels()); });
 }

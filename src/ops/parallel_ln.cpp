@@ -14,6 +14,7 @@
 
 #include "ops/autograd_support.h"
 #include "ops/ops.h"
+#include "ops/schemas.h"
 #include "ops/stored.h"
 
 #include "cpu/kernels.h"
@@ -404,17 +405,12 @@ at::Tensor composite(const at::Tensor& input, const OptionalTensor& weight, cons
 namespace ln_op = pln::ops::parallel_ln_op;
 
 TORCH_LIBRARY_FRAGMENT(pln, m) {
-  m.def("parallel_ln(Tensor input, Tensor? weight, Tensor? bias, int num_features, int num_per_group, "
-        "float eps=1e-05, bool centering=True, str layout=\"nchw\", float p=2.0) -> Tensor");
-  m.def("pq_norm(Tensor input, Tensor? weight, Tensor? bias, int num_features, int num_per_group, float p=2.0, "
-        "float q=2.0, float eps=1e-05, bool centering=True, str layout=\"nchw\") -> Tensor");
-  m.def("parallel_ln_forward(Tensor input, Tensor? weight, Tensor? bias, int num_features, int num_per_group, "
-        "float eps=1e-05, bool centering=True, str layout=\"nchw\") -> (Tensor output, Tensor mean, Tensor rstd)");
-  m.def("parallel_ln_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
-        "int num_features, int num_per_group, float eps=1e-05, bool centering=True, str layout=\"nchw\") "
-        "-> (Tensor grad_input, Tensor grad_weight, Tensor grad_bias)");
-  m.def("parallel_ln_composite(Tensor input, Tensor? weight, Tensor? bias, int num_features, int num_per_group, "
-        "float p=2.0, float q=2.0, float eps=1e-05, bool centering=True, str layout=\"nchw\") -> Tensor");
+  namespace schema = pln::ops::schema;
+  m.def(schema::kParallelLN);
+  m.def(schema::kPQNorm);
+  m.def(schema::kParallelLNForward);
+  m.def(schema::kParallelLNBackward);
+  m.def(schema::kParallelLNComposite);
 }
 
 TORCH_LIBRARY_IMPL(pln, CPU, m) {
