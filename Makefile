@@ -12,6 +12,10 @@
 # `make test-fuzz`: the readers of files from anyone (checkpoints, JSON and
 # CSV records, --set values, the docs' table markers) fuzzed with libFuzzer
 # (clang, in build-fuzz/) for a bounded time each.
+# `make test-one-wheel`: the Python package built once against the oldest torch
+# it serves (2.10, over LibTorch's stable ABI), then tested, without
+# rebuilding, under the newest torch on the index with the newest releases of
+# transformers, timm and the other packages the suites use (scripts/one-wheel).
 # `make test-aarch64`: the library, its tests and `pln` cross-built for aarch64
 # Linux (in build-aarch64/) against pip's torch aarch64 wheel, and run under
 # qemu-aarch64 (scripts/aarch64-setup installs and downloads what it needs).
@@ -39,7 +43,7 @@ export CXX
 # source a compilation, say while editing one file of a large target.
 UNITY ?= ON
 
-.PHONY: all bootstrap configure build demo test test-library test-sanitize test-fuzz bench clean venv test-torch2 \
+.PHONY: all bootstrap configure build demo test test-library test-sanitize test-fuzz bench clean venv test-torch2 test-one-wheel \
         aarch64-setup test-aarch64
 
 all: build
@@ -119,6 +123,9 @@ bench: configure
 venv: bootstrap
 	VENV=$(VENV) scripts/venv
 
+test-one-wheel: bootstrap
+	scripts/one-wheel
+
 # The pytest suites, the library's and the experiments' tests and the command
 # line against pip's torch; the tests of the installed package run (and fail
 # rather than skip without it). Left out, as they do not depend on the torch
@@ -164,4 +171,4 @@ test-aarch64: bootstrap aarch64-setup $(AARCH64_BUILD_DIR)/build.ninja
 	cd $(AARCH64_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L '$(AARCH64_CTEST_INCLUDE)' $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) $(FUZZ_BUILD_DIR) build-pip build-pip-isolated
+	rm -rf $(BUILD_DIR) $(TORCH2_BUILD_DIR) $(LIBRARY_BUILD_DIR) $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) $(FUZZ_BUILD_DIR) build-pip build-pip-isolated build-pip-oldest dist-oldest

@@ -16,6 +16,9 @@ import torch
 import pln
 from shared import REPO, needs_torch2, run_python
 
+#: Whether `pip install .` builds the package over LibTorch's stable ABI (libpln_stable): torch 2.10 and later.
+STABLE_ABI_TORCH = tuple(int(n) for n in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 10)
+
 pytestmark = needs_torch2
 
 
@@ -140,8 +143,11 @@ def test_pip_wheel_with_build_isolation_builds_against_this_torch_and_installs_e
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert "pln/py.typed" in names and "pln/functional.py" in names
-        library = archive.read("pln/libpln.so")
-    assert b"pln:libtorch=" + torch.__version__.split("+")[0].encode() in library
+        if STABLE_ABI_TORCH:  # one library over the stable ABI of the oldest torch it serves
+            assert "pln/libpln.so" not in names, names
+            assert b"pln:stable-abi=2.10\0" in archive.read("pln/libpln_stable.so")
+        else:
+            assert b"pln:libtorch=" + torch.__version__.split("+")[0].encode() in archive.read("pln/libpln.so")
     python = fresh_environment(tmp_path / "other")
     result = pip("--python", str(python), "install", "--no-deps", "--no-index", str(wheel), cwd=tmp_path, timeout=300)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
@@ -174,6 +180,8 @@ def test_library_without_the_operators_is_an_import_error_naming_it(tmp_path):
 def test_library_of_another_libtorch_is_an_import_error_before_loading(tmp_path):
     # A copy of the library whose marker names LibTorch 1.13: loading it could
     # abort the process, so the package must refuse it from the file alone.
+    if pln.library_path.name != "libpln.so":
+        pytest.skip(f"the package runs {pln.library_path.name}, not the library built against one torch")
     data = Path(pln.library_path).read_bytes()
     marker = b"pln:libtorch=" + torch.__version__.split("+")[0].encode()
     assert marker in data
@@ -183,6 +191,40 @@ def test_library_of_another_libtorch_is_an_import_error_before_loading(tmp_path)
     result = subprocess.run([sys.executable, "-c", "import pln"], env=env, capture_output=True, text=True)
     assert result.returncode == 1, (result.returncode, result.stderr)
     assert "was built against LibTorch 1.13.0, but this interpreter has torch" in result.stderr, result.stderr
+
+
+def stable_library_or_skip() -> Path:
+    if pln.library_path.name != "libpln_stable.so":
+        pytest.skip(f"the package runs {pln.library_path.name}, not the build over the stable ABI")
+    return Path(pln.library_path)
+
+
+def test_stable_library_of_a_later_torch_is_an_import_error_naming_both(tmp_path):
+    """A libpln_stable built for the stable ABI of a torch later than this
+    one: refused from the file alone, with both versions and the command."""
+    data = stable_library_or_skip().read_bytes()
+    marker = b"pln:stable-abi=2.10\0"
+    assert marker in data
+    (tmp_path / "libpln_stable.so").write_bytes(data.replace(marker, b"pln:stable-abi=9.99\0"))
+    env = dict(os.environ, PLN_LIBRARY=str(tmp_path / "libpln_stable.so"), PYTHONPATH=str(REPO / "python"))
+    result = subprocess.run([sys.executable, "-c", "import pln"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert ("was built against LibTorch's stable ABI of torch 9.99, which serves torch 9.99 and later, but this "
+            f"interpreter has torch {torch.__version__}") in result.stderr, result.stderr
+    assert "pip install ." in result.stderr
+
+
+def test_stable_library_calls_libtorch_through_its_c_shim_alone():
+    """libpln_stable imports no C++ symbol of LibTorch (c10::, at::,
+    torch::): what it calls of torch is the stable ABI's C functions, which
+    later torch versions keep."""
+    library = stable_library_or_skip()
+    result = subprocess.run(["nm", "-D", "--undefined-only", str(library)], capture_output=True, text=True, check=True)
+    symbols = [line.split()[-1] for line in result.stdout.splitlines() if line.strip()]
+    cpp_of_torch = [s for s in symbols if s.startswith("_Z") and any(n in s for n in ("3c10", "2at", "5torch", "6caffe2"))]
+    assert not cpp_of_torch, cpp_of_torch
+    shim = [s for s in symbols if s.startswith(("aoti_torch_", "torch_"))]
+    assert "aoti_torch_library_init_fragment" in shim or "aoti_torch_library_init_impl" in shim, shim
 
 
 def test_unloadable_library_is_an_import_error_naming_it(tmp_path):
