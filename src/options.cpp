@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "ops/aten_facts.h"
+
 
 namespace pln {
 
@@ -11,9 +13,7 @@ std::string to_string(Layout layout) {
 }
 
 Layout layout_from_string(const std::string& name) {
-  const auto layout = layouts::parse(name);
-  TORCH_CHECK(layout, "pln: unknown layout '", name, "'; expected one of nc, ntc, nchw, nhwc, ncl");
-  return *layout;
+  return checks::layout<ops::AtenFacts>(name);
 }
 
 int64_t layout_rank(Layout layout) {
@@ -41,12 +41,7 @@ Layout resolve_layout(int64_t dim, const std::optional<Layout>& layout) {
 }
 
 void check_options(int64_t num_features, int64_t num_per_group, double eps, double p) {
-  TORCH_CHECK(num_features > 0, "pln: num_features must be positive, got ", num_features);
-  TORCH_CHECK(num_per_group > 0, "pln: num_per_group must be positive, got ", num_per_group);
-  TORCH_CHECK(num_features % num_per_group == 0, "pln: num_features (", num_features,
-              ") must be divisible by num_per_group (", num_per_group, ")");
-  TORCH_CHECK(eps >= 0.0, "pln: eps must be >= 0, got ", eps);  // also rejects NaN
-  TORCH_CHECK(p >= 1.0, "pln: p must be >= 1, got ", p);
+  checks::options<ops::AtenFacts>(num_features, num_per_group, eps, p);
 }
 
 }  // namespace detail

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from .functional import FIXED_LAYOUTS as _FIXED
+from .functional import _has_tangent
 
 _SHAPE_NAMES = {"nc": "[N, C]", "ntc": "[N, T, C]", "nchw": "[N, C, H, W]", "nhwc": "[N, H, W, C]",
                 "ncl": "[N, C, L]"}
@@ -264,13 +265,6 @@ def composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], s
 
 def _requires_grad(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-
-
-def _has_tangent(*tensors) -> bool:
-    import torch.autograd.forward_ad as fwAD
-    if fwAD._current_level < 0:
-        return False
-    return any(t is not None and fwAD.unpack_dual(t).tangent is not None for t in tensors)
 
 
 _BELOW, _FUNCTION, _COMPOSITE = range(3)

@@ -97,6 +97,14 @@ def _check_group(num_features: int, num_per_group: int) -> None:
 _HALF = (torch.float16, torch.bfloat16)
 
 
+def _has_tangent(*tensors: Optional[Tensor]) -> bool:
+    """Whether forward-mode AD carries a tangent on any of the tensors."""
+    import torch.autograd.forward_ad as fwAD
+    if fwAD._current_level < 0:
+        return False
+    return any(t is not None and fwAD.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _transformed(*tensors: Optional[Tensor]) -> bool:
     """Whether a torch.func transform or forward-mode AD sees any of the tensors."""
     compiler = getattr(torch, "compiler", None)
@@ -106,15 +114,7 @@ def _transformed(*tensors: Optional[Tensor]) -> bool:
         from torch._C._functorch import is_functorch_wrapped_tensor
     except ImportError:  # torch 1.13 has no torch.func
         return False
-    import torch.autograd.forward_ad as fwAD
-    for t in tensors:
-        if t is None:
-            continue
-        if is_functorch_wrapped_tensor(t):
-            return True
-        if fwAD._current_level >= 0 and fwAD.unpack_dual(t).tangent is not None:
-            return True
-    return False
+    return any(t is not None and is_functorch_wrapped_tensor(t) for t in tensors) or _has_tangent(*tensors)
 
 
 def _onnx_exporting() -> bool:

@@ -5,6 +5,7 @@
 #include "ops/ops.h"
 
 #include "layout.h"
+#include "ops/aten_facts.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -51,14 +52,7 @@ ParallelNormSpec check_tensors(const at::Tensor& input, const OptionalTensor& we
                                ParallelNormSpec spec) {
   detail::check_input(input, spec.layout, spec.num_features);  // the width too, when declared
   if (spec.num_features <= kInputWidth) {
-    const int64_t axis = layout_channel_axis(spec.layout);
-    const int64_t width = input.sym_size(axis).guard_int(__FILE__, __LINE__);
-    TORCH_CHECK(width > 0 && width % spec.num_per_group == 0, "pln: the input's width, ", width,
-                " features on axis ", axis, " of the ", to_string(spec.layout),
-                " input (num_features = ", spec.num_features, ": the input's width), is not a whole "
-                "number of groups of num_per_group = ", spec.num_per_group,
-                " features; a shard of the features must hold whole groups (input shape ", input.sym_sizes(), ")");
-    spec.num_features = width;
+    spec.num_features = checks::width<AtenFacts>(input, spec.layout, spec.num_features, spec.num_per_group);
   }
   detail::check_param(value_or_undefined(weight), "weight", input, spec.num_features);
   detail::check_param(value_or_undefined(bias), "bias", input, spec.num_features);
@@ -75,25 +69,7 @@ ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at:
                                         const at::Tensor& mean, const at::Tensor& rstd,
                                         const OptionalTensor& weight, ParallelNormSpec spec) {
   spec = check_tensors(input, weight, {}, spec);  // the weight's device too
-  // A kernel would take a tensor on another device as a raw pointer (an
-  // illegal address on a GPU): say which one is where.
-  const std::pair<const at::Tensor*, const char*> on_device[] = {
-      {&grad_output, "grad_output"}, {&mean, "mean"}, {&rstd, "rstd"}};
-  for (const auto& [t, name] : on_device) {
-    TORCH_CHECK(t->device() == input.device(), "pln::parallel_ln_backward: ", name, " is on ", t->device(),
-                " but the input is on ", input.device());
-  }
-  TORCH_CHECK(grad_output.sym_sizes() == input.sym_sizes(), "pln::parallel_ln_backward: grad_output has shape ",
-              grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
-  TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "pln::parallel_ln_backward: grad_output has dtype ",
-              grad_output.scalar_type(), " but the input has dtype ", input.scalar_type());
-  const auto shape = stats_shape(input, spec);
-  const auto type = stats_type(input.scalar_type());
-  for (const auto* s : {&mean, &rstd}) {
-    TORCH_CHECK(s->sym_sizes() == c10::SymIntArrayRef(shape) && s->scalar_type() == type,
-                "pln::parallel_ln_backward: expected the forward's statistics, ", type, " of shape ",
-                c10::SymIntArrayRef(shape), ", got shape ", s->sym_sizes(), " and dtype ", s->scalar_type());
-  }
+  checks::backward<AtenFacts>(grad_output, input, mean, rstd, spec.layout, spec.num_features, spec.num_per_group);
   return spec;
 }
 

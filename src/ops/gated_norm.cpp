@@ -18,6 +18,7 @@
 
 #include "ops/gated_norm.h"
 
+#include "ops/aten_facts.h"
 #include "ops/autograd_support.h"
 #include "ops/schemas.h"
 
@@ -59,46 +60,17 @@ Spec checked(const at::Tensor& input, const at::Tensor& gate, const OptionalTens
              const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps, bool centering,
              c10::string_view gate_position, c10::string_view activation) {
   const auto position = text(gate_position), act = text(activation);
-  TORCH_CHECK(position == "before" || position == "after",
-              "pln::gated_norm: gate_position must be 'before' or 'after' (the norm), got '", position, "'");
-  TORCH_CHECK(act == "silu" || act == "sigmoid", "pln::gated_norm: activation must be 'silu' or 'sigmoid', got '",
-              act, "'");
+  checks::gated_options<AtenFacts>(position, act);
   TORCH_CHECK(input.defined() && gate.defined(), "pln::gated_norm: input and gate must be defined tensors");
-  TORCH_CHECK(input.dim() >= 1, "pln::gated_norm: the input needs at least 1 dimension (features last)");
-  TORCH_CHECK(input.is_floating_point(), "pln::gated_norm: the input must be floating point, got ",
-              input.scalar_type());
-  TORCH_CHECK(gate.sym_sizes() == input.sym_sizes(), "pln::gated_norm: the gate has shape ", gate.sym_sizes(),
-              " but the input has shape ", input.sym_sizes(), "; they must be equal");
-  TORCH_CHECK(gate.scalar_type() == input.scalar_type() && gate.device() == input.device(),
-              "pln::gated_norm: the gate is ", gate.scalar_type(), " on ", gate.device(), " but the input is ",
-              input.scalar_type(), " on ", input.device());
-  const int64_t width = input.sym_size(-1).guard_int(__FILE__, __LINE__);
-  if (num_features <= kInputWidth) num_features = width;
-  TORCH_CHECK(num_features == width, "pln::gated_norm: expected ", num_features,
-              " features on the last axis, got ", width, " (input shape ", input.sym_sizes(), ")");
-  TORCH_CHECK(num_features > 0, "pln::gated_norm: the input has no features on its last axis (shape ",
-              input.sym_sizes(), "); a group needs at least one");
-  TORCH_CHECK(num_per_group > 0 && num_features % num_per_group == 0, "pln::gated_norm: num_per_group (",
-              num_per_group, ") must be a positive divisor of the number of features (", num_features, ")");
-  TORCH_CHECK(eps >= 0 && std::isfinite(eps), "pln::gated_norm: eps must be finite and >= 0, got ", eps);
-  for (const auto& [p, name] : {std::pair<const OptionalTensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
-    if (!p->has_value()) continue;
-    TORCH_CHECK(p->value().sym_numel() == num_features, "pln::gated_norm: ", name, " has ",
-                p->value().sym_numel(), " elements, expected ", num_features);
-    TORCH_CHECK(p->value().device() == input.device(), "pln::gated_norm: ", name, " is on ", p->value().device(),
-                " but the input is on ", input.device());
-  }
+  const at::Tensor* w = weight.has_value() && weight->defined() ? &*weight : nullptr;
+  const at::Tensor* b = bias.has_value() && bias->defined() ? &*bias : nullptr;
+  num_features = checks::gated_tensors<AtenFacts>(input, gate, w, b, num_features, num_per_group, eps);
   return {num_features, num_per_group, eps, centering, position == "before", act == "sigmoid"};
 }
 
 void check_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& mean,
                     const at::Tensor& rstd, const Spec& s) {
-  TORCH_CHECK(grad_output.sizes() == input.sizes() && grad_output.scalar_type() == input.scalar_type(),
-              "pln::gated_norm_backward: grad_output is ", grad_output.scalar_type(), " of shape ",
-              grad_output.sizes(), ", the input ", input.scalar_type(), " of shape ", input.sizes());
-  TORCH_CHECK(mean.numel() * s.num_per_group == input.numel() && rstd.numel() == mean.numel() &&
-                  mean.scalar_type() == input.scalar_type(),
-              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  checks::gated_backward<AtenFacts>(grad_output, input, mean, rstd, s.num_per_group);
 }
 
 at::Tensor ones_or(const OptionalTensor& p, const at::TensorOptions& options, int64_t c, double fill) {
@@ -297,10 +269,7 @@ Tensor4 meta_backward_kernel(const at::Tensor& grad_output, const at::Tensor& in
                              bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  TORCH_CHECK(grad_output.sym_sizes() == input.sym_sizes(), "pln::gated_norm_backward: grad_output has shape ",
-              grad_output.sym_sizes(), " but the input has shape ", input.sym_sizes());
-  TORCH_CHECK(mean.sym_numel() == rstd.sym_numel() && mean.sym_numel() * s.num_per_group == input.sym_numel(),
-              "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  check_backward(grad_output, input, mean, rstd, s);
   return {at::empty_like(input, at::MemoryFormat::Contiguous), at::empty_like(input, at::MemoryFormat::Contiguous),
           at::empty({s.num_features}, input.options()), at::empty({s.num_features}, input.options())};
 }

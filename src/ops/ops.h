@@ -30,6 +30,8 @@
 
 #include <pln/options.h>
 
+#include "ops/checks.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Optional.h>
@@ -57,11 +59,7 @@ struct ParallelNormSpec {
   double q = 2.0;  ///< numerator exponent p / q and root 1 / q (PQNorm); q = p is PLN
 };
 
-/// num_features at or below this (0, -1, ...) means "the input's width": the
-/// operators then run on whatever slice of the features they are given, as on
-/// a rank's shard under tensor parallelism, provided it holds whole groups.
-/// A positive num_features must still equal the input's width.
-inline constexpr int64_t kInputWidth = 0;
+using checks::kInputWidth;
 
 // ------------------------------------------------ calls through the dispatcher ---
 

@@ -1,6 +1,5 @@
 // pln::gated_norm_forward and pln::gated_norm_backward on the CPU, over the
-// stable ABI: the checks of libpln's (src/ops/gated_norm.cpp, with its
-// messages) and src/cpu/gated_kernels.h's kernels.
+// stable ABI: the checks (ops/checks.h) and src/cpu/gated_kernels.h's kernels.
 
 #include "stable/ops.h"
 #include "stable/tensors.h"
@@ -8,10 +7,8 @@
 #include "cpu/gated_kernels.h"
 
 #include <array>
-#include <cmath>
 #include <string>
 #include <tuple>
-#include <utility>
 
 namespace pln::stable {
 namespace {
@@ -28,33 +25,9 @@ struct GatedSpec {
 GatedSpec checked(const Tensor& input, const Tensor& gate, const OptionalTensor& weight, const OptionalTensor& bias,
              int64_t num_features, int64_t num_per_group, double eps, bool centering, const std::string& position,
              const std::string& act) {
-  check(position == "before" || position == "after",
-        "pln::gated_norm: gate_position must be 'before' or 'after' (the norm), got '", position, "'");
-  check(act == "silu" || act == "sigmoid", "pln::gated_norm: activation must be 'silu' or 'sigmoid', got '", act, "'");
-  check(input.dim() >= 1, "pln::gated_norm: the input needs at least 1 dimension (features last)");
-  check(is_floating(input.scalar_type()), "pln::gated_norm: the input must be floating point, got ",
-        dtype_text(input.scalar_type()));
-  check(sizes_of(gate) == sizes_of(input), "pln::gated_norm: the gate has shape ", shape_text(gate),
-        " but the input has shape ", shape_text(input), "; they must be equal");
-  check(gate.scalar_type() == input.scalar_type() && same_device(gate, input), "pln::gated_norm: the gate is ",
-        dtype_text(gate.scalar_type()), " on ", device_text(gate), " but the input is ",
-        dtype_text(input.scalar_type()), " on ", device_text(input));
-  const int64_t width = input.size(-1);
-  if (num_features <= 0) num_features = width;
-  check(num_features == width, "pln::gated_norm: expected ", num_features, " features on the last axis, got ", width,
-        " (input shape ", shape_text(input), ")");
-  check(num_features > 0, "pln::gated_norm: the input has no features on its last axis (shape ", shape_text(input),
-        "); a group needs at least one");
-  check(num_per_group > 0 && num_features % num_per_group == 0, "pln::gated_norm: num_per_group (", num_per_group,
-        ") must be a positive divisor of the number of features (", num_features, ")");
-  check(eps >= 0 && std::isfinite(eps), "pln::gated_norm: eps must be finite and >= 0, got ", eps);
-  for (const auto& [p, name] : {std::pair<const OptionalTensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
-    if (!p->has_value()) continue;
-    check(p->value().numel() == num_features, "pln::gated_norm: ", name, " has ", p->value().numel(),
-          " elements, expected ", num_features);
-    check(same_device(p->value(), input), "pln::gated_norm: ", name, " is on ", device_text(p->value()),
-          " but the input is on ", device_text(input));
-  }
+  checks::gated_options<StableFacts>(position, act);
+  num_features = checks::gated_tensors<StableFacts>(input, gate, weight ? &*weight : nullptr,
+                                                    bias ? &*bias : nullptr, num_features, num_per_group, eps);
   return {num_features, num_per_group, eps, centering, position == "before", act == "sigmoid"};
 }
 
@@ -134,12 +107,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> gated_norm_backward(
     bool centering, std::string gate_position, std::string activation) {
   const GatedSpec s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  check(sizes_of(grad_output) == sizes_of(input) && grad_output.scalar_type() == input.scalar_type(),
-        "pln::gated_norm_backward: grad_output is ", dtype_text(grad_output.scalar_type()), " of shape ",
-        shape_text(grad_output), ", the input ", dtype_text(input.scalar_type()), " of shape ", shape_text(input));
-  check(mean.numel() * s.num_per_group == input.numel() && rstd.numel() == mean.numel() &&
-            mean.scalar_type() == input.scalar_type(),
-        "pln::gated_norm_backward: expected the forward's statistics, one per group");
+  checks::gated_backward<StableFacts>(grad_output, input, mean, rstd, s.num_per_group);
   // float16 and bfloat16 as they are, computed in float32, as the forward.
   const ScalarType type = input.scalar_type(), compute = stats_type(type);
   const Tensor x = torch::stable::contiguous(input), z = torch::stable::contiguous(gate);

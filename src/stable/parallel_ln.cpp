@@ -1,6 +1,6 @@
 // pln::parallel_ln_forward and pln::parallel_ln_backward on the CPU, over the
-// stable ABI: the checks of libpln's (src/ops/common.cpp, src/layout.cpp,
-// with its messages), the kernels' view of the input, and src/cpu/'s kernels.
+// stable ABI: the checks (ops/checks.h), the kernels' view of the input
+// (ops/kernel_geometry.h), and src/cpu/'s kernels.
 // The other dispatch keys of these ops, and the ops around them, are
 // registered in Python (python/pln/_stable_ops.py).
 
@@ -9,10 +9,11 @@
 
 #include <pln/layout.h>
 
+#include "ops/kernel_geometry.h"
+
 #include "cpu/kernels.h"
 
 #include <array>
-#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,51 +30,23 @@ struct Spec {
   Layout layout;
 };
 
+using F = StableFacts;
+
 Spec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
                   const std::string& layout_name) {
-  const auto layout = layouts::parse(layout_name);
-  check(layout.has_value(), "pln: unknown layout '", layout_name, "'; expected one of nc, ntc, nchw, nhwc, ncl");
-  const bool from_input = num_features <= 0;
-  const int64_t declared = from_input ? num_per_group : num_features;
-  check(declared > 0, "pln: num_features must be positive, got ", declared);
-  check(num_per_group > 0, "pln: num_per_group must be positive, got ", num_per_group);
-  check(declared % num_per_group == 0, "pln: num_features (", declared, ") must be divisible by num_per_group (",
-        num_per_group, ")");
-  check(eps >= 0.0, "pln: eps must be >= 0, got ", eps);
-  return {from_input ? 0 : num_features, num_per_group, eps, centering, *layout};
-}
-
-void check_param(const OptionalTensor& p, const char* name, const Tensor& x, int64_t num_features) {
-  if (!p.has_value()) return;
-  check(p->numel() == num_features, "pln: ", name, " must have ", num_features, " elements (num_features), got ",
-        p->numel(), " (shape ", shape_text(*p), ")");
-  const ScalarType pt = p->scalar_type(), xt = x.scalar_type();
-  const bool fits = pt == xt || (is_floating(pt) && ((xt == ScalarType::Half || xt == ScalarType::BFloat16)
-                                                         ? pt == ScalarType::Float
-                                                         : p->element_size() < x.element_size()));
-  check(fits, "pln: ", name, " has dtype ", dtype_text(pt), " but the input has dtype ", dtype_text(xt),
-        " (the parameters take the input's dtype, float32 with a float16 or bfloat16 input, or a narrower floating "
-        "type, which is widened)");
-  check(same_device(*p, x), "pln: ", name, " is on ", device_text(*p), " but the input is on ", device_text(x));
+  const Layout layout = checks::layout<F>(layout_name);
+  const bool from_input = num_features <= checks::kInputWidth;
+  checks::options<F>(from_input ? num_per_group : num_features, num_per_group, eps, /*p=*/2.0);
+  return {from_input ? checks::kInputWidth : num_features, num_per_group, eps, centering, layout};
 }
 
 Spec check_tensors(const Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias, Spec spec) {
-  check(is_floating(x.scalar_type()), "pln: expected a floating-point input, got dtype ", dtype_text(x.scalar_type()));
-  const int64_t rank = layouts::rank(spec.layout), axis = layouts::channel_axis(spec.layout);
-  check(x.dim() == rank, "pln: layout ", layouts::name(spec.layout), " expects a ", rank, "-D input ",
-        layouts::shape_name(spec.layout), ", got a ", x.dim(), "-D input of shape ", shape_text(x));
-  const int64_t width = x.size(axis);
-  if (spec.num_features <= 0) {
-    check(width > 0 && width % spec.num_per_group == 0, "pln: the input's width, ", width, " features on axis ", axis,
-          " of the ", layouts::name(spec.layout), " input (num_features = ", spec.num_features,
-          ": the input's width), is not a whole number of groups of num_per_group = ", spec.num_per_group,
-          " features; a shard of the features must hold whole groups (input shape ", shape_text(x), ")");
-    spec.num_features = width;
+  checks::input<F>(x, spec.layout, spec.num_features);  // the width too, when declared
+  if (spec.num_features <= checks::kInputWidth) {
+    spec.num_features = checks::width<F>(x, spec.layout, spec.num_features, spec.num_per_group);
   }
-  check(width == spec.num_features, "pln: expected ", spec.num_features, " features on axis ", axis, " of the ",
-        layouts::name(spec.layout), " input, got ", width, " (input shape ", shape_text(x), ")");
-  check_param(weight, "weight", x, spec.num_features);
-  check_param(bias, "bias", x, spec.num_features);
+  if (weight.has_value()) checks::param<F>(*weight, "weight", x, spec.num_features);
+  if (bias.has_value()) checks::param<F>(*bias, "bias", x, spec.num_features);
   return spec;
 }
 
@@ -89,12 +62,6 @@ bool channels_last(const Tensor& x) {
   return true;
 }
 
-// The memory format of every output shaped like x (the kernels' order).
-MemoryFormat output_format(const Tensor& x, Layout layout) {
-  return layout == Layout::kNCHW && !x.is_contiguous() && channels_last(x) ? MemoryFormat::ChannelsLast
-                                                                           : MemoryFormat::Contiguous;
-}
-
 struct KernelView {
   Tensor data;
   pln::cpu::Geometry geometry;
@@ -102,14 +69,12 @@ struct KernelView {
 };
 
 KernelView kernel_view(const Tensor& x, const Spec& spec) {
-  const int64_t axis = layouts::channel_axis(spec.layout);
-  if (output_format(x, spec.layout) == MemoryFormat::ChannelsLast) {
-    return {x, {x.numel() / spec.num_features, spec.num_features, 1, spec.num_per_group}, MemoryFormat::ChannelsLast};
+  if (ops::reads_channels_last(spec.layout, x.is_contiguous(), channels_last(x))) {
+    return {x, ops::kernel_geometry(sizes_of(x), spec.layout, spec.num_features, spec.num_per_group, true),
+            MemoryFormat::ChannelsLast};
   }
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.size(d);
-  for (int64_t d = axis + 1; d < x.dim(); ++d) inner *= x.size(d);
-  return {torch::stable::contiguous(x), {outer, spec.num_features, inner, spec.num_per_group},
+  return {torch::stable::contiguous(x),
+          ops::kernel_geometry(sizes_of(x), spec.layout, spec.num_features, spec.num_per_group, false),
           MemoryFormat::Contiguous};
 }
 
@@ -184,24 +149,8 @@ std::tuple<Tensor, Tensor, Tensor> parallel_ln_backward(const Tensor& grad_outpu
                                                         std::string layout) {
   const Spec spec =
       check_tensors(input, weight, std::nullopt, checked_spec(num_features, num_per_group, eps, centering, layout));
-  for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&grad_output, "grad_output"},
-                                {&mean, "mean"},
-                                {&rstd, "rstd"}}) {
-    check(same_device(*t, input), "pln::parallel_ln_backward: ", name, " is on ", device_text(*t),
-          " but the input is on ", device_text(input));
-  }
-  check(sizes_of(grad_output) == sizes_of(input), "pln::parallel_ln_backward: grad_output has shape ",
-        shape_text(grad_output), " but the input has shape ", shape_text(input));
-  check(grad_output.scalar_type() == input.scalar_type(), "pln::parallel_ln_backward: grad_output has dtype ",
-        dtype_text(grad_output.scalar_type()), " but the input has dtype ", dtype_text(input.scalar_type()));
+  checks::backward<F>(grad_output, input, mean, rstd, spec.layout, spec.num_features, spec.num_per_group);
   const ScalarType type = input.scalar_type(), stats = stats_type(type);
-  const auto expected = stats_sizes(input, spec);
-  for (const Tensor* s : {&mean, &rstd}) {
-    check(sizes_of(*s) == expected && s->scalar_type() == stats,
-          "pln::parallel_ln_backward: expected the forward's statistics, ", dtype_text(stats), " of shape ",
-          shape_text(expected), ", got shape ", shape_text(*s),
-          " and dtype ", dtype_text(s->scalar_type()));
-  }
   const KernelView view = kernel_view(input, spec);
   const Tensor dy = torch::stable::contiguous(grad_output, view.format);
   const Tensor m = torch::stable::contiguous(mean, view.format), r = torch::stable::contiguous(rstd, view.format);

@@ -1,6 +1,5 @@
 #include "stable/tensors.h"
 
-#include <torch/csrc/stable/device.h>
 
 namespace pln::stable {
 
@@ -10,25 +9,33 @@ std::vector<int64_t> sizes_of(const Tensor& t) {
   return sizes;
 }
 
-std::string shape_text(const std::vector<int64_t>& sizes) {
-  std::string out = "[";
-  for (size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + std::to_string(sizes[d]);
-  return out + "]";
+std::ostream& operator<<(std::ostream& out, const Shape& shape) {
+  out << "[";
+  for (size_t d = 0; d < shape.sizes.size(); ++d) out << (d ? ", " : "") << shape.sizes[d];
+  return out << "]";
 }
 
 const char* dtype_text(ScalarType type) { return torch::headeronly::toString(type); }
 
-std::string device_text(const Tensor& t) {
+std::ostream& operator<<(std::ostream& out, const Place& place) {
   using torch::headeronly::DeviceType;
-  const auto device = t.device();
-  const char* type = device.type() == DeviceType::CPU    ? "cpu"
-                     : device.type() == DeviceType::CUDA ? "cuda"
-                     : device.type() == DeviceType::Meta ? "meta"
-                                                         : "device";
-  return device.has_index() ? text(type, ":", static_cast<int>(device.index())) : std::string(type);
+  out << (place.type == DeviceType::CPU    ? "cpu"
+          : place.type == DeviceType::CUDA ? "cuda"
+          : place.type == DeviceType::Meta ? "meta"
+                                           : "device");
+  if (place.index >= 0) out << ":" << place.index;
+  return out;
 }
 
-bool same_device(const Tensor& a, const Tensor& b) { return a.device() == b.device(); }
+size_t StableFacts::element_size(ScalarType type) {
+  switch (type) {
+    case ScalarType::Double: return 8;
+    case ScalarType::Float: return 4;
+    case ScalarType::Half:
+    case ScalarType::BFloat16: return 2;
+    default: return 0;  // not floating: param_type_fits has refused it already
+  }
+}
 
 bool is_floating(ScalarType type) {
   return type == ScalarType::Float || type == ScalarType::Double || type == ScalarType::Half ||
