@@ -9,6 +9,7 @@ namespace pln::detail {
 
 void check_input(const torch::Tensor& x, Layout layout, int64_t num_features) {
   TORCH_CHECK(x.defined(), "pln: input tensor is undefined");
+  layout_rank(layout);  // an error naming a value outside the enum
   checks::input<ops::AtenFacts>(x, layout, num_features);
 }
 
@@ -52,7 +53,8 @@ std::vector<int64_t> param_shape(Layout layout, int64_t num_features) {
 }
 
 c10::MemoryFormat output_format(const torch::Tensor& x, Layout layout) {
-  return ops::reads_channels_last(layout, x.is_contiguous(), x.is_contiguous(c10::MemoryFormat::ChannelsLast))
+  return ops::reads_channels_last(layout, [&] { return x.is_contiguous(); },
+                                  [&] { return x.is_contiguous(c10::MemoryFormat::ChannelsLast); })
              ? c10::MemoryFormat::ChannelsLast
              : c10::MemoryFormat::Contiguous;
 }

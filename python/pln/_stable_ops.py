@@ -619,10 +619,11 @@ def _fake_gated_norm_backward(grad_output, input, gate, mean, rstd, weight, bias
                               eps=1e-5, centering=False, gate_position="before", activation="silu"):
     s = gated_checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                       activation)
-    _check(grad_output.shape == input.shape, f"pln::gated_norm_backward: grad_output has shape "
-           f"{_shape(grad_output)} but the input has shape {_shape(input)}")
-    _check(mean.numel() == rstd.numel() and mean.numel() * s.num_per_group == input.numel(),
-           "pln::gated_norm_backward: expected the forward's statistics, one per group")
+    _check(grad_output.shape == input.shape and grad_output.dtype == input.dtype,
+           f"pln::gated_norm_backward: grad_output is {_dtype(grad_output)} of shape {_shape(grad_output)}, the "
+           f"input {_dtype(input)} of shape {_shape(input)}")
+    _check(mean.numel() * s.num_per_group == input.numel() and rstd.numel() == mean.numel()
+           and mean.dtype == input.dtype, "pln::gated_norm_backward: expected the forward's statistics, one per group")
     like = torch.empty_like(input, memory_format=torch.contiguous_format)
     return like, torch.empty_like(like), input.new_empty(s.num_features), input.new_empty(s.num_features)
 

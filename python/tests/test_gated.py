@@ -3,6 +3,7 @@ statement of its formula and its gradients, under opcheck and torch.compile,
 against the Mamba-2 and Gated DeltaNet classes of transformers, and in models
 pln.convert converts."""
 
+import contextlib
 import copy
 import itertools
 import warnings
@@ -119,6 +120,26 @@ def test_bad_input_names_the_problem():
         PF.gated_norm(x, z, 8, w[:16])
     with pytest.raises(ValueError, match="gate_position must be 'before' or 'after'"):
         pln.GatedNorm(32, 8, gate_position="inside")
+
+
+@needs_torch2
+@pytest.mark.parametrize("fake", [False, True], ids=["cpu", "fake"])
+def test_backward_op_names_a_gradient_or_statistics_of_another_input(fake):
+    """The CPU kernel and the fake kernel (torch.compile's) give one message."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    x, z, w, b = tensors((4, 32), torch.float32)
+    _, mean, rstd = torch.ops.pln.gated_norm_forward(x, z, w, b, 32, 8)
+    args = (w, b, 32, 8)
+    with FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext():
+        with pytest.raises(RuntimeError, match=r"grad_output is Float of shape \[4, 16\], the input Float of "
+                                               r"shape \[4, 32\]"):
+            torch.ops.pln.gated_norm_backward(x[:, :16], x, z, mean, rstd, *args)
+        with pytest.raises(RuntimeError, match="grad_output is Double of shape"):
+            torch.ops.pln.gated_norm_backward(x.double(), x, z, mean, rstd, *args)
+        with pytest.raises(RuntimeError, match="expected the forward's statistics, one per group"):
+            torch.ops.pln.gated_norm_backward(x, x, z, mean[:2], rstd, *args)
+        with pytest.raises(RuntimeError, match="expected the forward's statistics, one per group"):
+            torch.ops.pln.gated_norm_backward(x, x, z, mean.double(), rstd, *args)
 
 
 @needs_torch2

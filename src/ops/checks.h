@@ -17,8 +17,10 @@
 //                                of a dtype(t)
 //   device(t), same_device(a, b) printable; whether a and b share a device
 //
-// Every message part is a cheap value or view: the text is made only when a
-// check fails.
+// The text of a message is made only when its check fails. Its parts are
+// evaluated on every call: LibTorch's are views and small values; the stable
+// ABI's sizes are copied into a vector (a few per call, against the kernels'
+// work and the Python route above them).
 
 #include <pln/layout.h>
 

@@ -11,7 +11,6 @@
 #include <c10/util/Exception.h>
 
 #include <string>
-#include <utility>
 
 namespace pln::ops {
 
@@ -60,9 +59,7 @@ ParallelNormSpec check_tensors(const at::Tensor& input, const OptionalTensor& we
 }
 
 c10::SymDimVector stats_shape(const at::Tensor& input, const ParallelNormSpec& spec) {
-  c10::SymDimVector shape(input.sym_sizes().begin(), input.sym_sizes().end());
-  shape[static_cast<size_t>(layout_channel_axis(spec.layout))] = spec.num_features / spec.num_per_group;
-  return shape;
+  return AtenFacts::stats_sizes(input, layout_channel_axis(spec.layout), spec.num_features / spec.num_per_group).sizes;
 }
 
 ParallelNormSpec check_backward_tensors(const at::Tensor& grad_output, const at::Tensor& input,

@@ -15,8 +15,11 @@ namespace pln::ops {
 /// Whether the kernels read an input channels-last: an NCHW input stored
 /// channels-last ([N, H, W, C] in memory) holds each pixel's groups
 /// contiguously, so it is read, and its outputs are allocated, that way.
-inline bool reads_channels_last(Layout layout, bool contiguous, bool channels_last) {
-  return layout == Layout::kNCHW && !contiguous && channels_last;
+/// `contiguous()` and `channels_last()` answer for the input; each is asked
+/// only when the answer matters (with symbolic sizes, an answer may add a guard).
+template <class Contiguous, class ChannelsLast>
+bool reads_channels_last(Layout layout, Contiguous contiguous, ChannelsLast channels_last) {
+  return layout == Layout::kNCHW && !contiguous() && channels_last();
 }
 
 /// The geometry of an input of `sizes` (a container of int64_t) whose memory

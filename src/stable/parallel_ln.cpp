@@ -69,7 +69,7 @@ struct KernelView {
 };
 
 KernelView kernel_view(const Tensor& x, const Spec& spec) {
-  if (ops::reads_channels_last(spec.layout, x.is_contiguous(), channels_last(x))) {
+  if (ops::reads_channels_last(spec.layout, [&] { return x.is_contiguous(); }, [&] { return channels_last(x); })) {
     return {x, ops::kernel_geometry(sizes_of(x), spec.layout, spec.num_features, spec.num_per_group, true),
             MemoryFormat::ChannelsLast};
   }
@@ -78,10 +78,9 @@ KernelView kernel_view(const Tensor& x, const Spec& spec) {
           MemoryFormat::Contiguous};
 }
 
+// The statistics' sizes: the input's, with the groups on the feature axis.
 std::vector<int64_t> stats_sizes(const Tensor& x, const Spec& spec) {
-  auto sizes = sizes_of(x);
-  sizes[static_cast<size_t>(layouts::channel_axis(spec.layout))] = spec.num_features / spec.num_per_group;
-  return sizes;
+  return F::stats_sizes(x, layouts::channel_axis(spec.layout), spec.num_features / spec.num_per_group).sizes;
 }
 
 Tensor empty(const std::vector<int64_t>& sizes, ScalarType type, const Tensor& like, MemoryFormat format) {

@@ -1,6 +1,5 @@
 #include "stable/tensors.h"
 
-
 namespace pln::stable {
 
 std::vector<int64_t> sizes_of(const Tensor& t) {
