@@ -172,28 +172,14 @@ def _compute(t: Optional[Tensor], input_dtype: torch.dtype) -> Optional[Tensor]:
     return None if t is None else t.to(_stats_type(input_dtype))
 
 
-def _features_last(x: Tensor, layout: str) -> Tensor:
-    if layout == "nchw":
-        return x.permute(0, 2, 3, 1)
-    if layout == "ncl":
-        return x.permute(0, 2, 1)
-    return x
-
-
-def _features_restore(y: Tensor, layout: str) -> Tensor:
-    if layout == "nchw":
-        return y.permute(0, 3, 1, 2)
-    if layout == "ncl":
-        return y.permute(0, 2, 1)
-    return y
-
-
 def _grouped(x: Tensor, spec: Spec) -> Tensor:
-    return _features_last(x, spec.layout).reshape(-1, spec.num_features // spec.num_per_group, spec.num_per_group)
+    axis = _FIXED[spec.layout][1]
+    return x.movedim(axis, -1).reshape(-1, spec.num_features // spec.num_per_group, spec.num_per_group)
 
 
 def _ungrouped(g: Tensor, like: Tensor, spec: Spec) -> Tensor:
-    return _features_restore(g.reshape(_features_last(like, spec.layout).shape), spec.layout)
+    axis = _FIXED[spec.layout][1]
+    return g.reshape(like.movedim(axis, -1).shape).movedim(-1, axis)
 
 
 def _param_shape(spec: Spec) -> List[int]:
