@@ -30,28 +30,6 @@ void check_call(const torch::Tensor& x, const ParallelLNOptions& options, const 
   check_param(bias, "bias", x, options.num_features());
 }
 
-torch::Tensor features_last(const torch::Tensor& x, Layout layout) {
-  switch (layout) {
-    case Layout::kNCHW: return x.permute({0, 2, 3, 1});
-    case Layout::kNCL: return x.permute({0, 2, 1});
-    default: return x;
-  }
-}
-
-torch::Tensor features_restore(const torch::Tensor& y, Layout layout) {
-  switch (layout) {
-    case Layout::kNCHW: return y.permute({0, 3, 1, 2});
-    case Layout::kNCL: return y.permute({0, 2, 1});
-    default: return y;
-  }
-}
-
-std::vector<int64_t> param_shape(Layout layout, int64_t num_features) {
-  std::vector<int64_t> shape(static_cast<size_t>(layout_rank(layout)), 1);
-  shape[static_cast<size_t>(layout_channel_axis(layout))] = num_features;
-  return shape;
-}
-
 c10::MemoryFormat output_format(const torch::Tensor& x, Layout layout) {
   return ops::reads_channels_last(layout, [&] { return x.is_contiguous(); },
                                   [&] { return x.is_contiguous(c10::MemoryFormat::ChannelsLast); })

@@ -1,13 +1,12 @@
 #pragma once
-// How a declared layout maps onto tensors: the composite path's features-last
-// views and the fused kernels' [outer, C, inner] geometry.
+// How a declared layout maps onto tensors: a call's checks, and the fused
+// kernels' [outer, C, inner] geometry and output format.
 
 #include <pln/options.h>
 #include <torch/types.h>
 
 #include "cpu/kernels.h"
 
-#include <vector>
 
 namespace pln::detail {
 
@@ -24,13 +23,6 @@ void check_param(const torch::Tensor& p, const char* name, const torch::Tensor& 
 /// The checks of a parallel_ln call: the options, then x, weight and bias against them.
 void check_call(const torch::Tensor& x, const ParallelLNOptions& options, const torch::Tensor& weight,
                 const torch::Tensor& bias);
-
-/// View of x with the feature axis last (a permutation, no copy).
-torch::Tensor features_last(const torch::Tensor& x, Layout layout);
-/// Inverse of features_last.
-torch::Tensor features_restore(const torch::Tensor& y, Layout layout);
-/// Shape broadcasting a [C] parameter along the feature axis of a layout.
-std::vector<int64_t> param_shape(Layout layout, int64_t num_features);
 
 /// The memory format of every output shaped like x: channels-last for a
 /// channels-last NCHW input (whose groups the kernels then read contiguously),

@@ -3,16 +3,20 @@
 The package's build over LibTorch's stable ABI (``libpln_stable.so``, one
 build for every torch from 2.10 on) declares the schemas of
 ``src/ops/schemas.h`` and registers the fused CPU kernels of the forward and
-backward ops. The stable ABI has no autograd, symbolic shapes, autocast keys
-or ATen maths in C++, so this module registers, with ``torch.library``, what
-libpln registers in C++ (``src/ops/parallel_ln.cpp``, ``gated_norm.cpp``):
+backward ops, and the composite formulations. The stable ABI has no autograd,
+symbolic shapes or autocast keys in C++, so this module registers, with
+``torch.library``, what libpln registers in C++ (``src/ops/parallel_ln.cpp``,
+``gated_norm.cpp``):
 
 - the route of each op under autograd (``src/ops/autograd_support.h``): below
   autograd where nothing records the call, an ``autograd.Function`` over the
   fused forward and backward ops, or the composite formulation, recorded by
   autograd, for forward-mode tangents and inputs the fused kernels do not take;
-- the composite formulation (any p, device and dtype, differentiable to any
-  order), which also runs on every device but the CPU;
+- the composite kernels (any p, device and dtype, differentiable to any
+  order), which also run on every device but the CPU: the checks, then the
+  library's composite formulation (``src/ops/formulation.h``, libpln's too),
+  an op of its own that reads no size, as the stable ABI reads none where
+  they are symbolic;
 - the fake kernels (shapes, dtypes and strides for FakeTensor, torch.compile
   and torch.export), with the checks of the C++ kernels and their messages;
 - autocast: the input keeps its dtype, the parameters follow it.
@@ -168,34 +172,6 @@ def check_backward_tensors(grad_output: Tensor, x: Tensor, mean: Tensor, rstd: T
 
 # --------------------------------------------------------------- composite ---
 
-def _compute(t: Optional[Tensor], input_dtype: torch.dtype) -> Optional[Tensor]:
-    return None if t is None else t.to(_stats_type(input_dtype))
-
-
-def _grouped(x: Tensor, spec: Spec) -> Tensor:
-    axis = _FIXED[spec.layout][1]
-    return x.movedim(axis, -1).reshape(-1, spec.num_features // spec.num_per_group, spec.num_per_group)
-
-
-def _ungrouped(g: Tensor, like: Tensor, spec: Spec) -> Tensor:
-    axis = _FIXED[spec.layout][1]
-    return g.reshape(like.movedim(axis, -1).shape).movedim(-1, axis)
-
-
-def _param_shape(spec: Spec) -> List[int]:
-    rank, axis = _FIXED[spec.layout]
-    shape = [1] * rank
-    shape[axis] = spec.num_features
-    return shape
-
-
-def centred(grouped: Tensor) -> Tensor:
-    """The groups less their means, each shifted by one of its own values first
-    (src/ops/common.cpp's centred): the shift carries no gradient."""
-    shifted = grouped - grouped.narrow(-1, 0, 1).detach()
-    return shifted - shifted.mean(-1, keepdim=True)
-
-
 def output_format(x: Tensor, layout: str) -> torch.memory_format:
     if layout == "nchw" and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
         return torch.channels_last
@@ -203,44 +179,18 @@ def output_format(x: Tensor, layout: str) -> torch.memory_format:
 
 
 def formulation(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], spec: Spec) -> Tensor:
-    """Parallel LN (PQNorm beyond p = q = 2) in ATen ops, computed in the
-    input's compute type and rounded once to its dtype, as the kernels are."""
-    dtype = input.dtype
-    x = input.to(_stats_type(dtype))
-    xg = _grouped(x, spec)
-    xc = centred(xg) if spec.centering else xg
-    if spec.p == 2.0 and spec.q == 2.0:
-        y = xc * (xc.pow(2).mean(-1, keepdim=True) + spec.eps).rsqrt()
-    else:
-        stat = xc.abs().pow(spec.p).mean(-1, keepdim=True)
-        numer = xc if spec.p == spec.q else xc.sign() * xc.abs().pow(spec.p / spec.q)
-        y = numer / (stat + spec.eps).pow(1.0 / spec.q)
-    y = _ungrouped(y, x, spec)
-    if weight is not None:
-        y = y * _compute(weight, dtype).reshape(_param_shape(spec))
-    if bias is not None:
-        y = y + _compute(bias, dtype).reshape(_param_shape(spec))
-    return y.to(dtype)
+    """Parallel LN (PQNorm beyond p = q = 2) after the checks: the library's
+    formulation (src/ops/formulation.h, libpln's too), in ATen ops."""
+    return torch.ops.pln.parallel_ln_formulation(input, weight, bias, _FIXED[spec.layout][1], spec.num_per_group,
+                                                 spec.p, spec.q, spec.eps, spec.centering)
 
 
 def gradient_formulation(grad_output: Tensor, input: Tensor, weight: Optional[Tensor],
                          spec: Spec) -> Tuple[Tensor, Tensor, Tensor]:
-    """The p = 2 gradients in differentiable ATen ops (a create_graph backward
-    through the fused op differentiates them); dweight and dbias as [C]."""
-    dtype = input.dtype
-    groups = spec.num_features // spec.num_per_group
-    x = input.to(_stats_type(dtype))
-    xg, dyg = _grouped(x, spec), _grouped(grad_output.to(x.dtype), spec)
-    xc = centred(xg) if spec.centering else xg
-    rstd = (xc.pow(2).mean(-1, keepdim=True) + spec.eps).rsqrt()
-    y = xc * rstd
-    gy = dyg * _compute(weight, dtype).reshape(groups, spec.num_per_group) if weight is not None else dyg
-    inner = gy - y * (gy * y).mean(-1, keepdim=True)
-    if spec.centering:
-        inner = inner - gy.mean(-1, keepdim=True)
-    param_type = weight.dtype if weight is not None else dtype
-    return (_ungrouped(rstd * inner, x, spec).to(dtype), (dyg * y).sum(0).reshape(spec.num_features).to(param_type),
-            dyg.sum(0).reshape(spec.num_features).to(param_type))
+    """The p = 2 gradients after the checks, in differentiable ATen ops (a
+    create_graph backward through the fused op differentiates them)."""
+    return torch.ops.pln.parallel_ln_gradient_formulation(grad_output, input, weight, _FIXED[spec.layout][1],
+                                                          spec.num_per_group, spec.eps, spec.centering)
 
 
 def composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], spec: Spec) -> Tensor:
@@ -465,67 +415,16 @@ def gated_checked(input, gate, weight, bias, num_features, num_per_group, eps, c
                      activation == "sigmoid")
 
 
-def _wide(t: Tensor) -> Tensor:
-    return t.to(_stats_type(t.dtype))
-
-
-def _activation(z: Tensor, s: GatedSpec) -> Tensor:
-    return z.sigmoid() if s.sigmoid else torch.nn.functional.silu(z)
-
-
-def _activation_slope(z: Tensor, s: GatedSpec) -> Tensor:
-    sg = z.sigmoid()
-    return sg * (1 - sg) if s.sigmoid else sg * (1 + z * (1 - sg))
-
-
-def _gated_grouped(t: Tensor, s: GatedSpec) -> Tensor:
-    return t.reshape(-1, s.groups, s.num_per_group)
-
-
-def _normalised(hg: Tensor, s: GatedSpec) -> Tuple[Tensor, Tensor]:
-    c = centred(hg) if s.centering else hg
-    r = (c.pow(2).mean(-1, keepdim=True) + s.eps).rsqrt()
-    return c * r, r
+def _gating(s: GatedSpec) -> Tuple:
+    return s.num_per_group, s.eps, s.centering, s.gate_before, s.sigmoid
 
 
 def gated_composite_forward(input, gate, weight, bias, s: GatedSpec) -> Tensor:
-    x, z = _wide(input), _wide(gate)
-    a = _activation(z, s)
-    h = x * a if s.gate_before else x
-    y = _normalised(_gated_grouped(h, s), s)[0].reshape(h.shape)
-    if weight is not None:
-        y = y * _wide(weight).reshape(-1)
-    if bias is not None:
-        y = y + _wide(bias).reshape(-1)
-    if not s.gate_before:
-        y = y * a
-    return y.to(input.dtype)
+    return torch.ops.pln.gated_norm_formulation(input, gate, weight, bias, *_gating(s))
 
 
 def gated_composite_backward(grad_output, input, gate, weight, bias, s: GatedSpec):
-    x, z, dy = _wide(input), _wide(gate), _wide(grad_output)
-    a, da = _activation(z, s), _activation_slope(z, s)
-    h = x * a if s.gate_before else x
-    n, r = _normalised(_gated_grouped(h, s), s)
-    G, g = s.groups, s.num_per_group
-    w = _wide(weight).reshape(G, g) if weight is not None else torch.ones(G, g, dtype=n.dtype, device=n.device)
-    dyg = _gated_grouped(dy, s)
-    dt = dyg if s.gate_before else dyg * _gated_grouped(a, s)
-    dn = dt * w
-    inner = dn - n * (dn * n).mean(-1, keepdim=True)
-    if s.centering:
-        inner = inner - dn.mean(-1, keepdim=True)
-    dh = (r * inner).reshape(x.shape)
-    if s.gate_before:
-        dx, dz = dh * a, dh * x * da
-    else:
-        t = n * w
-        if bias is not None:
-            t = t + _wide(bias).reshape(G, g)
-        dx, dz = dh, dy * t.reshape(x.shape) * da
-    dtype = input.dtype
-    return (dx.to(dtype), dz.to(dtype), (dt * n).sum(0).reshape(s.num_features).to(dtype),
-            dt.sum(0).reshape(s.num_features).to(dtype))
+    return torch.ops.pln.gated_norm_gradient_formulation(grad_output, input, gate, weight, bias, *_gating(s))
 
 
 class _GatedNormFunction(torch.autograd.Function):

@@ -114,6 +114,25 @@ def test_compile_dynamic_batch_sizes_compile_once():
     assert compiles[0] >= 1 and compiles[1:] == compiles[:1] * 2, compiles
 
 
+def test_composite_paths_compile_once_for_every_batch_size():
+    """PQNorm beyond p = 2 runs the composite formulation: under dynamic
+    shapes it reads no size, so no batch size recompiles, and the training
+    step matches eager."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 16), pln.PQNorm(16, 4, p=3.0, q=1.5, dim=2),
+                                torch.nn.Linear(16, 1))
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend=counter)
+    compiles = []
+    for batch in (5, 7, 9):
+        torch.manual_seed(batch)
+        assert_same_training_step(model, compiled, torch.randn(batch, 3))
+        compiles.append(counter.frame_count)
+    assert compiles[0] >= 1 and compiles[1:] == compiles[:1] * 2, compiles
+
+
 def test_compiled_training_graphs_call_the_fused_ops():
     """Under torch.compile the forward graph holds pln.parallel_ln_forward and
     the backward graph pln.parallel_ln_backward (the fused kernels), and an

@@ -80,6 +80,26 @@ def test_opcheck_forward_and_backward_ops(layout, dtype, requires_grad):
     opcheck(torch.ops.pln.parallel_ln_backward.default, (dy, x, mean, rstd, w, C, 4), {"layout": layout})
 
 
+@pytest.mark.parametrize("dtype,weight_dtype", [(torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32),
+                                                (torch.float64, torch.float32)])
+def test_backward_op_gives_parameter_gradients_in_the_weights_dtype_on_every_route(dtype, weight_dtype):
+    """grad_weight and grad_bias take the weight's dtype, as the fake kernel
+    says, whether the fused backward runs (nothing records the call) or the
+    gradient's formulation (autograd records it, for a double backward)."""
+    torch.manual_seed(0)
+    x = torch.randn(6, C, dtype=dtype)
+    w = torch.randn(C, dtype=weight_dtype)
+    _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, w, None, C, 4, layout="nc")
+    dy = torch.randn_like(x)
+    fused = torch.ops.pln.parallel_ln_backward(dy, x, mean, rstd, w, C, 4, layout="nc")
+    recorded = torch.ops.pln.parallel_ln_backward(dy, x.clone().requires_grad_(), mean, rstd, w, C, 4, layout="nc")
+    assert recorded[0].grad_fn is not None
+    for dx, dw, db in (fused, recorded):
+        assert (dx.dtype, dw.dtype, db.dtype) == (dtype, weight_dtype, weight_dtype)
+    for a, b in zip(fused, recorded):
+        torch.testing.assert_close(a, b.detach(), atol=2e-2, rtol=2e-2)
+
+
 def test_statistics_are_shaped_like_the_input_with_groups_for_features():
     """[N, T, groups], [N, groups, H, W] (channels-last strides for a
     channels-last input), [N, H, W, groups]: the kernels' memory order, and a

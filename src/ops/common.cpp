@@ -6,6 +6,8 @@
 
 #include "layout.h"
 #include "ops/aten_facts.h"
+#include "ops/aten_maths.h"
+#include "ops/formulation.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -32,10 +34,7 @@ at::Tensor in_compute_type(const at::Tensor& t, at::ScalarType input) {
   return t.defined() ? t.to(stats_type(input)) : t;
 }
 
-at::Tensor centred(const at::Tensor& grouped) {
-  const at::Tensor shifted = grouped - grouped.narrow(-1, 0, 1).detach();
-  return shifted - shifted.mean(-1, true);
-}
+at::Tensor centred(const at::Tensor& grouped) { return formulation::centred<AtenMaths>(grouped).get(); }
 
 ParallelNormSpec checked_spec(int64_t num_features, int64_t num_per_group, double eps, bool centering,
                               c10::string_view layout, double p, double q) {

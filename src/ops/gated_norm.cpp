@@ -19,7 +19,9 @@
 #include "ops/gated_norm.h"
 
 #include "ops/aten_facts.h"
+#include "ops/aten_maths.h"
 #include "ops/autograd_support.h"
+#include "ops/formulation.h"
 #include "ops/schemas.h"
 
 #include "cpu/gated_kernels.h"
@@ -86,67 +88,8 @@ namespace {
 
 // ------------------------------------------------------------- composite ---
 
-// Half-precision tensors are computed in float32, as the models' classes do.
-at::Tensor wide(const at::Tensor& t) { return in_compute_type(t, t.defined() ? t.scalar_type() : at::kFloat); }
-
-at::Tensor activation(const at::Tensor& z, const Spec& s) { return s.sigmoid ? z.sigmoid() : at::silu(z); }
-
-at::Tensor activation_slope(const at::Tensor& z, const Spec& s) {
-  const at::Tensor sg = z.sigmoid();
-  return s.sigmoid ? sg * (1 - sg) : sg * (1 + z * (1 - sg));
-}
-
-// [rows, groups, g] of a features-last tensor.
-at::Tensor grouped(const at::Tensor& t, const Spec& s) { return t.reshape({-1, s.groups(), s.num_per_group}); }
-
-// Normalised groups of h (centred first when centering: shifted by a value of
-// their own, which carries no gradient, as the fused kernels do) and 1/std.
-std::pair<at::Tensor, at::Tensor> normalised(const at::Tensor& hg, const Spec& s) {
-  const at::Tensor c = s.centering ? centred(hg) : hg;
-  const at::Tensor r = (c.pow(2).mean(-1, true) + s.eps).rsqrt();
-  return {c * r, r};
-}
-
-at::Tensor composite_forward(const at::Tensor& input, const at::Tensor& gate, const at::Tensor& weight,
-                             const at::Tensor& bias, const Spec& s) {
-  const at::Tensor x = wide(input), z = wide(gate);
-  const at::Tensor a = activation(z, s);
-  const at::Tensor h = s.gate_before ? x * a : x;
-  at::Tensor y = normalised(grouped(h, s), s).first.reshape_symint(h.sym_sizes());
-  if (weight.defined()) y = y * wide(weight).reshape({-1});
-  if (bias.defined()) y = y + wide(bias).reshape({-1});
-  if (!s.gate_before) y = y * a;
-  return y.to(input.scalar_type());
-}
-
-// The gradients as differentiable ATen ops (a create_graph backward differentiates them).
-Tensor4 composite_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
-                           const at::Tensor& weight, const at::Tensor& bias, const Spec& s) {
-  const at::Tensor x = wide(input), z = wide(gate), dy = wide(grad_output);
-  const at::Tensor a = activation(z, s), da = activation_slope(z, s);
-  const at::Tensor h = s.gate_before ? x * a : x;
-  const auto [n, r] = normalised(grouped(h, s), s);
-  const auto G = s.groups(), g = s.num_per_group;
-  const at::Tensor w = weight.defined() ? wide(weight).reshape({G, g}) : at::ones({G, g}, n.options());
-  const at::Tensor dyg = grouped(dy, s);
-  const at::Tensor dt = s.gate_before ? dyg : dyg * grouped(a, s);
-  const at::Tensor dn = dt * w;
-  at::Tensor inner = dn - n * (dn * n).mean(-1, true);
-  if (s.centering) inner = inner - dn.mean(-1, true);
-  const at::Tensor dh = (r * inner).reshape_symint(x.sym_sizes());
-  at::Tensor dx, dz;
-  if (s.gate_before) {
-    dx = dh * a;
-    dz = dh * x * da;
-  } else {
-    dx = dh;
-    at::Tensor t = n * w;
-    if (bias.defined()) t = t + wide(bias).reshape({G, g});
-    dz = dy * t.reshape_symint(x.sym_sizes()) * da;
-  }
-  const auto type = input.scalar_type();
-  return {dx.to(type), dz.to(type), (dt * n).sum(0).reshape({s.num_features}).to(type),
-          dt.sum(0).reshape({s.num_features}).to(type)};
+formulation::Gating gating(const Spec& s) {
+  return {s.num_per_group, s.eps, s.centering, s.gate_before, s.sigmoid};
 }
 
 // ------------------------------------------------------------------- CPU ---
@@ -337,7 +280,7 @@ at::Tensor autograd_kernel(const at::Tensor& input, const at::Tensor& gate, cons
   }
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s);
+  return formulation::gated_norm<AtenMaths>(input, gate, present(weight), present(bias), gating(s));
 }
 
 Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
@@ -352,7 +295,8 @@ Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
   // A graph of the gradient is wanted: the composite formulas, which autograd differentiates.
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  return composite_backward(grad_output, input, gate, value_or_undefined(weight), value_or_undefined(bias), s);
+  return formulation::gated_norm_gradient<AtenMaths>(grad_output, input, gate, present(weight), present(bias),
+                                                    gating(s));
 }
 
 Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,
@@ -400,7 +344,7 @@ at::Tensor composite_kernel(const at::Tensor& input, const at::Tensor& gate, con
                             bool centering, c10::string_view gate_position, c10::string_view activation) {
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  return composite_forward(input, gate, value_or_undefined(weight), value_or_undefined(bias), s).contiguous();
+  return formulation::gated_norm<AtenMaths>(input, gate, present(weight), present(bias), gating(s)).contiguous();
 }
 
 }  // namespace gated_norm_op

@@ -24,7 +24,8 @@
 //
 // "Fused or composite?" is one predicate for every op and device,
 // fused_kernels_take below, and one route through autograd
-// (autograd_support.h); the centring of a group is written once (centred).
+// (autograd_support.h); the composite formulations are written once, for
+// both libraries (formulation.h).
 // The functions below call the operators through the dispatcher, so C++
 // callers take the same path as torch.ops.pln.
 
@@ -115,11 +116,8 @@ at::ScalarType stats_type(at::ScalarType input);
 /// `t` in the compute type of an input of type `input` (undefined stays undefined).
 at::Tensor in_compute_type(const at::Tensor& t, at::ScalarType input);
 
-/// The groups of `grouped` (the last axis) less their means, each shifted by
-/// one of its own values first, as the fused kernels do: g - mean(g) would
-/// round at a common offset's magnitude and leave the centred values
-/// off-centre, an error every derivative multiplies by 1/std once more. The
-/// result does not depend on the shift, which therefore carries no gradient.
+/// The groups of `grouped` (the last axis) less their means, shifted first
+/// (formulation::centred, which says why): the jets' composite formulation.
 at::Tensor centred(const at::Tensor& grouped);
 
 /// The schema's scalar arguments as a spec, checked (c10::Error naming the bad value).

@@ -12,7 +12,9 @@
 // kernel (cpu_forward) -> src/cpu/kernels.cpp (which path: group size and
 // layout) -> the path's header under src/cpu/kernels/ (the loops).
 
+#include "ops/aten_maths.h"
 #include "ops/autograd_support.h"
+#include "ops/formulation.h"
 #include "ops/ops.h"
 #include "ops/schemas.h"
 #include "ops/stored.h"
@@ -81,57 +83,8 @@ namespace {
 
 // ------------------------------------------------------------- composite ---
 
-// x with features last, viewed as [positions, groups, g].
-at::Tensor grouped(const at::Tensor& x, const ParallelNormSpec& spec) {
-  return detail::features_last(x, spec.layout).reshape({-1, spec.num_features / spec.num_per_group, spec.num_per_group});
-}
-
-// Inverse of grouped for a tensor shaped like `like`.
-at::Tensor ungrouped(const at::Tensor& g, const at::Tensor& like, const ParallelNormSpec& spec) {
-  return detail::features_restore(g.reshape_symint(detail::features_last(like, spec.layout).sym_sizes()),
-                                  spec.layout);
-}
-
-// The formulation, computed in the input's compute type (float for float16
-// and bfloat16) and rounded once to its type, as the fused kernels are.
-at::Tensor formulation(const at::Tensor& input, const ParallelNormSpec& spec, const at::Tensor& weight,
-                       const at::Tensor& bias) {
-  const auto type = input.scalar_type();
-  const at::Tensor x = in_compute_type(input, type);
-  const at::Tensor xg = grouped(x, spec);
-  const at::Tensor xc = spec.centering ? centred(xg) : xg;
-  at::Tensor y;
-  if (spec.p == 2.0 && spec.q == 2.0) {
-    y = xc * (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
-  } else {
-    const at::Tensor stat = xc.abs().pow(spec.p).mean(-1, true);
-    const at::Tensor numer = spec.p == spec.q ? xc : xc.sign() * xc.abs().pow(spec.p / spec.q);
-    y = numer / (stat + spec.eps).pow(1.0 / spec.q);
-  }
-  y = ungrouped(y, x, spec);
-  const auto shape = detail::param_shape(spec.layout, spec.num_features);
-  if (weight.defined()) y = y * in_compute_type(weight, type).reshape(shape);
-  if (bias.defined()) y = y + in_compute_type(bias, type).reshape(shape);
-  return y.to(type);
-}
-
-// The p = 2 gradients as differentiable ATen ops, so that a create_graph
-// backward through the fused op can itself be differentiated; dweight and
-// dbias come back as [C] in the compute type.
-Tensor3 gradient_formulation(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight_,
-                             const ParallelNormSpec& spec) {
-  const auto type = input.scalar_type();
-  const int64_t NG = spec.num_features / spec.num_per_group;
-  const at::Tensor x = in_compute_type(input, type), weight = in_compute_type(weight_, type);
-  const at::Tensor xg = grouped(x, spec), dyg = grouped(in_compute_type(grad_output, type), spec);
-  const at::Tensor xc = spec.centering ? centred(xg) : xg;
-  const at::Tensor rstd = (xc.pow(2).mean(-1, true) + spec.eps).rsqrt();
-  const at::Tensor y = xc * rstd;
-  const at::Tensor gy = weight.defined() ? dyg * weight.reshape({NG, spec.num_per_group}) : dyg;
-  at::Tensor inner = gy - y * (gy * y).mean(-1, true);
-  if (spec.centering) inner = inner - gy.mean(-1, true);
-  return {ungrouped(rstd * inner, x, spec).to(type), (dyg * y).sum(0).reshape({spec.num_features}),
-          dyg.sum(0).reshape({spec.num_features})};
+formulation::Grouping grouping(const ParallelNormSpec& spec) {
+  return {layout_channel_axis(spec.layout), spec.num_per_group, spec.eps, spec.centering, spec.p, spec.q};
 }
 
 // The outputs' strides: the fused kernels' (channels-last for a channels-last
@@ -368,7 +321,7 @@ Tensor3 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
   // from the input).
   const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
                                            checked_spec(num_features, num_per_group, eps, centering, layout));
-  return gradient_formulation(grad_output, input, value_or_undefined(weight), spec);
+  return formulation::parallel_ln_gradient<AtenMaths>(grad_output, input, present(weight), grouping(spec));
 }
 
 // -------------------------------------------------------------- Autocast ---
@@ -393,8 +346,8 @@ at::Tensor autocast_pq_kernel(const at::Tensor& input, const OptionalTensor& wei
 
 at::Tensor composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const ParallelNormSpec& spec) {
-  return formulation(input, check_tensors(input, weight, bias, spec), value_or_undefined(weight),
-                     value_or_undefined(bias));
+  return formulation::parallel_ln<AtenMaths>(input, present(weight), present(bias),
+                                             grouping(check_tensors(input, weight, bias, spec)));
 }
 
 }  // namespace parallel_ln_op

@@ -2,8 +2,8 @@
 // The schemas of the operators the Python package calls, declared once for
 // the two libraries that register them: libpln (LibTorch's C++ API, every
 // kernel in C++: parallel_ln.cpp, gated_norm.cpp, library.cpp) and the
-// package's build over the stable ABI (src/stable/: the CPU kernels in C++,
-// the rest in python/pln/_stable_ops.py).
+// package's build over the stable ABI (src/stable/: the CPU kernels and the
+// composite formulations in C++, the rest in python/pln/_stable_ops.py).
 
 namespace pln::ops::schema {
 
@@ -43,5 +43,24 @@ inline constexpr const char* kGatedNormComposite =
     "gated_norm_composite(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_features, "
     "int num_per_group, float eps=1e-05, bool centering=False, str gate_position=\"before\", "
     "str activation=\"silu\") -> Tensor";
+
+// The formulations of ops/formulation.h without their checks, which only
+// libpln_stable registers (CompositeImplicitAutograd): its Python
+// registrations check a call, which takes sizes the stable ABI cannot read
+// where they are symbolic, then call these. The arguments are checked ones:
+// the feature axis of the input's rank, and the gated norm's options as flags.
+inline constexpr const char* kParallelLNFormulation =
+    "parallel_ln_formulation(Tensor input, Tensor? weight, Tensor? bias, int axis, int num_per_group, float p, "
+    "float q, float eps, bool centering) -> Tensor";
+inline constexpr const char* kParallelLNGradientFormulation =
+    "parallel_ln_gradient_formulation(Tensor grad_output, Tensor input, Tensor? weight, int axis, "
+    "int num_per_group, float eps, bool centering) -> (Tensor grad_input, Tensor grad_weight, Tensor grad_bias)";
+inline constexpr const char* kGatedNormFormulation =
+    "gated_norm_formulation(Tensor input, Tensor gate, Tensor? weight, Tensor? bias, int num_per_group, "
+    "float eps, bool centering, bool gate_before, bool sigmoid) -> Tensor";
+inline constexpr const char* kGatedNormGradientFormulation =
+    "gated_norm_gradient_formulation(Tensor grad_output, Tensor input, Tensor gate, Tensor? weight, Tensor? bias, "
+    "int num_per_group, float eps, bool centering, bool gate_before, bool sigmoid) "
+    "-> (Tensor grad_input, Tensor grad_gate, Tensor grad_weight, Tensor grad_bias)";
 
 }  // namespace pln::ops::schema

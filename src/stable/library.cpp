@@ -1,9 +1,9 @@
 // The operator library of the Python package's build over LibTorch's stable
 // ABI (one build for every torch from 2.10 on): the schemas libpln declares
-// (src/ops/schemas.h) and the ops' CPU kernels.
-// Everything else of the ops (the composite formulation, the fake kernels,
-// autograd, autocast) is registered in Python, python/pln/_stable_ops.py,
-// which the package runs after loading this library.
+// (src/ops/schemas.h), the ops' CPU kernels and the composite formulations
+// (ops/formulation.h). Everything else of the ops (their composite kernels'
+// checks, the fake kernels, autograd, autocast) is registered in Python,
+// python/pln/_stable_ops.py, which the package runs after loading this library.
 
 #include <pln/kernels.h>
 #include <torch/csrc/stable/library.h>
@@ -38,6 +38,10 @@ STABLE_TORCH_LIBRARY(pln, m) {
   m.def(schema::kGatedNormForward);
   m.def(schema::kGatedNormBackward);
   m.def(schema::kGatedNormComposite);
+  m.def(schema::kParallelLNFormulation);
+  m.def(schema::kParallelLNGradientFormulation);
+  m.def(schema::kGatedNormFormulation);
+  m.def(schema::kGatedNormGradientFormulation);
 }
 
 STABLE_TORCH_LIBRARY_IMPL(pln, CPU, m) {
@@ -47,6 +51,14 @@ STABLE_TORCH_LIBRARY_IMPL(pln, CPU, m) {
   m.impl("parallel_ln_backward", TORCH_BOX(&pln::stable::parallel_ln_backward));
   m.impl("gated_norm_forward", TORCH_BOX(&pln::stable::gated_norm_forward));
   m.impl("gated_norm_backward", TORCH_BOX(&pln::stable::gated_norm_backward));
+}
+
+// Autograd records their ATen operations, and tracers see those.
+STABLE_TORCH_LIBRARY_IMPL(pln, CompositeImplicitAutograd, m) {
+  m.impl("parallel_ln_formulation", TORCH_BOX(&pln::stable::parallel_ln_formulation));
+  m.impl("parallel_ln_gradient_formulation", TORCH_BOX(&pln::stable::parallel_ln_gradient_formulation));
+  m.impl("gated_norm_formulation", TORCH_BOX(&pln::stable::gated_norm_formulation));
+  m.impl("gated_norm_gradient_formulation", TORCH_BOX(&pln::stable::gated_norm_gradient_formulation));
 }
 
 // No tensor to dispatch on: the kernel of every key.

@@ -1,5 +1,5 @@
 #pragma once
-// The CPU kernels of the operators over the stable ABI (src/ops/schemas.h's
+// The kernels of the operators over the stable ABI (src/ops/schemas.h's
 // schemas), registered by library.cpp.
 
 #include "stable/tensors.h"
@@ -35,5 +35,20 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> gated_norm_backward(
     const Tensor& grad_output, const Tensor& input, const Tensor& gate, const Tensor& mean, const Tensor& rstd,
     const OptionalTensor& weight, const OptionalTensor& bias, int64_t num_features, int64_t num_per_group, double eps,
     bool centering, std::string gate_position, std::string activation);
+
+// The composite formulations (ops/formulation.h) after the checks, which
+// python/pln/_stable_ops.py makes (CompositeImplicitAutograd).
+Tensor parallel_ln_formulation(const Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
+                               int64_t axis, int64_t num_per_group, double p, double q, double eps, bool centering);
+std::tuple<Tensor, Tensor, Tensor> parallel_ln_gradient_formulation(const Tensor& grad_output, const Tensor& input,
+                                                                    const OptionalTensor& weight, int64_t axis,
+                                                                    int64_t num_per_group, double eps,
+                                                                    bool centering);
+Tensor gated_norm_formulation(const Tensor& input, const Tensor& gate, const OptionalTensor& weight,
+                              const OptionalTensor& bias, int64_t num_per_group, double eps, bool centering,
+                              bool gate_before, bool sigmoid);
+std::tuple<Tensor, Tensor, Tensor, Tensor> gated_norm_gradient_formulation(
+    const Tensor& grad_output, const Tensor& input, const Tensor& gate, const OptionalTensor& weight,
+    const OptionalTensor& bias, int64_t num_per_group, double eps, bool centering, bool gate_before, bool sigmoid);
 
 }  // namespace pln::stable
