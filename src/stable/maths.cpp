@@ -32,7 +32,16 @@ Tensor StableMaths::mul(const Tensor& a, const Tensor& b) { return call("aten::m
 Tensor StableMaths::div(const Tensor& a, const Tensor& b) { return call("aten::div", "Tensor", a, b); }
 Tensor StableMaths::add(const Tensor& a, double s) { return add(a, scalar(s, a)); }
 Tensor StableMaths::rsub(double s, const Tensor& a) { return sub(scalar(s, a), a); }
-Tensor StableMaths::pow(const Tensor& a, double e) { return call("aten::pow", "Tensor_Tensor", a, scalar(e, a)); }
+// pow.Tensor_Tensor computes std::pow per element: the exponents ATen's
+// pow.Tensor_Scalar computes otherwise, the formulations' common ones, are
+// computed as it computes them.
+Tensor StableMaths::pow(const Tensor& a, double e) {
+  if (e == 2.0) return mul(a, a);
+  if (e == 3.0) return mul(mul(a, a), a);
+  if (e == 0.5) return call("aten::sqrt", "", a);
+  if (e == -0.5) return rsqrt(a);
+  return call("aten::pow", "Tensor_Tensor", a, scalar(e, a));
+}
 Tensor StableMaths::rsqrt(const Tensor& a) { return call("aten::rsqrt", "", a); }
 Tensor StableMaths::abs(const Tensor& a) { return call("aten::abs", "", a); }
 Tensor StableMaths::sign(const Tensor& a) { return call("aten::sign", "", a); }
