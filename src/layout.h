@@ -7,7 +7,6 @@
 
 #include "cpu/kernels.h"
 
-
 namespace pln::detail {
 
 /// Checks x against the layout and feature count (num_features <= 0: any

@@ -5,7 +5,8 @@ every kernel in C++: it serves the one torch (major.minor) it was built
 against. ``libpln_stable.so``, the package's build for torch 2.10 and later,
 uses only LibTorch's stable ABI and serves every torch from the one it was
 built against on; ``_stable_ops`` registers in Python what the stable ABI
-cannot express (autograd, fake kernels, autocast, the composite formulation).
+cannot express (autograd, fake kernels, autocast, the checks of the composite
+kernels).
 """
 
 import ctypes

@@ -194,7 +194,9 @@ def gradient_formulation(grad_output: Tensor, input: Tensor, weight: Optional[Te
 
 
 def composite(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], spec: Spec) -> Tensor:
-    return formulation(input, weight, bias, check_tensors(input, weight, bias, spec))
+    """The checks, then the formulation, in the fused kernels' output format (the fake kernels')."""
+    spec = check_tensors(input, weight, bias, spec)
+    return formulation(input, weight, bias, spec).contiguous(memory_format=output_format(input, spec.layout))
 
 
 # ---------------------------------------------------------------- autograd ---
@@ -246,7 +248,7 @@ def _parallel_ln_elsewhere(input, weight, bias, num_features, num_per_group, eps
                            layout="nchw", p=2.0):
     """Every device but the CPU (whose kernel is the library's): the composite formulation."""
     spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, p)
-    return composite(input, weight, bias, spec).contiguous(memory_format=output_format(input, spec.layout))
+    return composite(input, weight, bias, spec)
 
 
 def _parallel_ln_autograd(input, weight, bias, num_features, num_per_group, eps=1e-5, centering=True,
@@ -266,7 +268,7 @@ def _pq_norm(input, weight, bias, num_features, num_per_group, p=2.0, q=2.0, eps
     if p == 2.0 and q == 2.0:
         return torch.ops.pln.parallel_ln(input, weight, bias, num_features, num_per_group, eps, centering, layout, p)
     spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, q)
-    return composite(input, weight, bias, spec).contiguous(memory_format=output_format(input, spec.layout))
+    return composite(input, weight, bias, spec)
 
 
 def _pq_norm_autograd(input, weight, bias, num_features, num_per_group, p=2.0, q=2.0, eps=1e-5, centering=True,
@@ -295,13 +297,14 @@ def _parallel_ln_backward_autograd(grad_output, input, mean, rstd, weight, num_f
     # formulation, which autograd differentiates (the statistics recomputed).
     spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
                                   checked_spec(num_features, num_per_group, eps, centering, layout))
-    return gradient_formulation(grad_output, input, weight, spec)
+    dx, dweight, dbias = gradient_formulation(grad_output, input, weight, spec)
+    return dx.contiguous(memory_format=output_format(input, spec.layout)), dweight, dbias
 
 
 def _parallel_ln_composite(input, weight, bias, num_features, num_per_group, p=2.0, q=2.0, eps=1e-5, centering=True,
                            layout="nchw"):
     spec = checked_spec(num_features, num_per_group, eps, centering, layout, p, q)
-    return composite(input, weight, bias, spec).contiguous(memory_format=output_format(input, spec.layout))
+    return composite(input, weight, bias, spec)
 
 
 # -------------------------------------------------------------------- fake ---
@@ -456,7 +459,8 @@ def _gated_norm_autograd(input, gate, weight, bias, num_features, num_per_group,
             return torch.ops.pln.gated_norm(input, gate, weight, bias, *args)
     if way == _FUNCTION:
         return _GatedNormFunction.apply(input, gate, weight, bias, *args)
-    return gated_composite_forward(input, gate, weight, bias, gated_checked(input, gate, weight, bias, *args))
+    return gated_composite_forward(input, gate, weight, bias,
+                                   gated_checked(input, gate, weight, bias, *args)).contiguous()
 
 
 def _gated_norm_forward_autograd(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,
@@ -475,7 +479,8 @@ def _gated_norm_backward_autograd(grad_output, input, gate, mean, rstd, weight, 
             return torch.ops.pln.gated_norm_backward(grad_output, input, gate, mean, rstd, weight, bias, *args)
     # A graph of the gradient is wanted: the composite formulas, which autograd differentiates.
     s = gated_checked(input, gate, weight, bias, *args)
-    return gated_composite_backward(grad_output, input, gate, weight, bias, s)
+    dx, dgate, dweight, dbias = gated_composite_backward(grad_output, input, gate, weight, bias, s)
+    return dx.contiguous(), dgate.contiguous(), dweight, dbias
 
 
 def _gated_norm_composite(input, gate, weight, bias, num_features, num_per_group, eps=1e-5, centering=False,

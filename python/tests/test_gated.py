@@ -142,6 +142,23 @@ def test_backward_op_names_a_gradient_or_statistics_of_another_input(fake):
             torch.ops.pln.gated_norm_backward(x, x, z, mean.double(), rstd, *args)
 
 
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_backward_op_gives_fresh_gradients_for_a_one_dimensional_input(position):
+    """With autograd recording (the gradient's formulation), a 1-D input has no
+    rows to sum the parameters' gradients over: they are still results of
+    their own, never views of grad_output."""
+    x, z, w, b = tensors((32,), torch.float64, grad=True)
+    _, mean, rstd = torch.ops.pln.gated_norm_forward(x.detach(), z.detach(), w.detach(), b.detach(), 32, 8, 1e-5,
+                                                     False, position, "silu")
+    dy = torch.randn(32, dtype=torch.float64)
+    grads = torch.ops.pln.gated_norm_backward(dy, x, z, mean, rstd, w, b, 32, 8, 1e-5, False, position, "silu")
+    fused = torch.ops.pln.gated_norm_backward(dy, x.detach(), z.detach(), mean, rstd, w.detach(), b.detach(), 32, 8,
+                                              1e-5, False, position, "silu")
+    for g, f in zip(grads, fused):
+        assert g.data_ptr() != dy.data_ptr()
+        torch.testing.assert_close(g.detach(), f)
+
+
 @needs_torch2
 @pytest.mark.parametrize("position", ["before", "after"])
 def test_opcheck(position):

@@ -100,6 +100,27 @@ def test_backward_op_gives_parameter_gradients_in_the_weights_dtype_on_every_rou
         torch.testing.assert_close(a, b.detach(), atol=2e-2, rtol=2e-2)
 
 
+def test_composite_routes_give_the_strides_the_fake_kernels_promise():
+    """Where autograd records the composite formulation (PQNorm beyond p = 2,
+    the backward op's gradient for a double backward), the outputs have the
+    fused kernels' strides, which the fake kernels promise, for permuted,
+    contiguous and channels-last inputs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    cases = [(torch.randn(5, 3, C).transpose(0, 1), "ntc"), (torch.randn(2, C, 3, 5), "nchw"),
+             (torch.randn(2, C, 3, 5).contiguous(memory_format=torch.channels_last), "nchw"),
+             (torch.randn(2, 5, C, 3).transpose(2, 3), "nhwc")]
+    for x, layout in cases:
+        _, mean, rstd = torch.ops.pln.parallel_ln_forward(x, None, None, C, 4, layout=layout)
+        calls = [lambda t: torch.ops.pln.pq_norm(t, None, None, C, 4, 3.0, 1.5, layout=layout),
+                 lambda t: torch.ops.pln.parallel_ln_backward(t, t, mean, rstd, None, C, 4, layout=layout)[0]]
+        for call in calls:
+            y = call(x.detach().requires_grad_())
+            assert y.grad_fn is not None
+            with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+                expected = call(mode.from_tensor(x))
+            assert y.stride() == expected.stride(), (layout, x.stride())
+
+
 def test_statistics_are_shaped_like_the_input_with_groups_for_features():
     """[N, T, groups], [N, groups, H, W] (channels-last strides for a
     channels-last input), [N, H, W, groups]: the kernels' memory order, and a

@@ -28,7 +28,7 @@ struct AtenMaths {
   static Tensor detach(const Tensor& a) { return a.detach(); }
   static Tensor mean_last(const Tensor& a) { return a.mean(-1, /*keepdim=*/true); }
   static Tensor sum_leading(const Tensor& a, int64_t n) {
-    if (n == 0) return a;
+    if (n == 0) return a.clone();  // a result, never a view of an input
     std::vector<int64_t> axes(static_cast<size_t>(n));
     std::iota(axes.begin(), axes.end(), 0);
     return a.sum(axes);

@@ -138,7 +138,8 @@ Tensor3 parallel_ln_backward(const at::Tensor& grad_output, const at::Tensor& in
                         workspace.data_ptr<acc_t>(), at::cuda::getCurrentCUDAStream().stream());
   });
   check_launch("pln::parallel_ln_backward (CUDA)");
-  return {dx, dw.to(input.scalar_type()), db.to(input.scalar_type())};
+  const auto param_type = weight.has_value() ? weight->scalar_type() : input.scalar_type();
+  return {dx, dw.to(param_type), db.to(param_type)};
 }
 
 // ------------------------------------------------------------ gated norm ---

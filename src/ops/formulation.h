@@ -12,7 +12,7 @@
 // What `M` provides, each on M::Tensor: add, sub, mul, div; add(t, double),
 // rsub(double, t) (s - t) and pow(t, double); rsqrt, abs, sign, sigmoid, silu,
 // detach; mean_last (keeping the axis), sum_leading(t, n) (over the first n
-// axes, none for n = 0), first_of_last (the last axis' first entry);
+// axes; a copy for n = 0), first_of_last (the last axis' first entry);
 // movedim, unflatten_last(t, g) ([..., C] as [..., C / g, g]), flatten_last
 // (its inverse), flat ([numel]); compute(t, input) (t in the input's compute
 // type), like_type(t, like) (t in like's dtype); dim.

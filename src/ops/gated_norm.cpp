@@ -280,7 +280,7 @@ at::Tensor autograd_kernel(const at::Tensor& input, const at::Tensor& gate, cons
   }
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  return formulation::gated_norm<AtenMaths>(input, gate, present(weight), present(bias), gating(s));
+  return formulation::gated_norm<AtenMaths>(input, gate, present(weight), present(bias), gating(s)).contiguous();
 }
 
 Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& gate,
@@ -295,8 +295,9 @@ Tensor4 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
   // A graph of the gradient is wanted: the composite formulas, which autograd differentiates.
   const auto s = checked(input, gate, weight, bias, num_features, num_per_group, eps, centering, gate_position,
                          activation);
-  return formulation::gated_norm_gradient<AtenMaths>(grad_output, input, gate, present(weight), present(bias),
-                                                    gating(s));
+  auto [dx, dgate, dweight, dbias] =
+      formulation::gated_norm_gradient<AtenMaths>(grad_output, input, gate, present(weight), present(bias), gating(s));
+  return {dx.contiguous(), dgate.contiguous(), dweight, dbias};
 }
 
 Tensor3 autograd_forward_kernel(const at::Tensor& input, const at::Tensor& gate, const OptionalTensor& weight,

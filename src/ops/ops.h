@@ -151,7 +151,8 @@ OptionalTensor autocast_param(const OptionalTensor& t, const at::Tensor& input);
 // (cuda.cpp and the test hooks; gated_norm.h has the gated norm's)
 
 namespace parallel_ln_op {
-/// The composite formulation after the checks (the CUDA kernels' fallback).
+/// The composite formulation after the checks, in the fused kernels' output
+/// format (detail::output_format), as the Meta kernels promise.
 at::Tensor composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const ParallelNormSpec& spec);
 }  // namespace parallel_ln_op

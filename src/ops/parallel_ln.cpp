@@ -96,8 +96,7 @@ at::Tensor like_input(const at::Tensor& input, Layout layout) {
 at::Tensor composite_kernel(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                             int64_t num_features, int64_t num_per_group, double p, double q, double eps,
                             bool centering, c10::string_view layout) {
-  return composite(input, weight, bias, checked_spec(num_features, num_per_group, eps, centering, layout, p, q))
-      .contiguous(detail::output_format(input, layout_from_string(std::string(layout.data(), layout.size()))));
+  return composite(input, weight, bias, checked_spec(num_features, num_per_group, eps, centering, layout, p, q));
 }
 
 // PQNorm on every device: p = q = 2 is Parallel LN (its fused kernels where they take the input).
@@ -321,7 +320,9 @@ Tensor3 autograd_backward_kernel(const at::Tensor& grad_output, const at::Tensor
   // from the input).
   const auto spec = check_backward_tensors(grad_output, input, mean, rstd, weight,
                                            checked_spec(num_features, num_per_group, eps, centering, layout));
-  return formulation::parallel_ln_gradient<AtenMaths>(grad_output, input, present(weight), grouping(spec));
+  auto [dx, dweight, dbias] =
+      formulation::parallel_ln_gradient<AtenMaths>(grad_output, input, present(weight), grouping(spec));
+  return {dx.contiguous(detail::output_format(input, spec.layout)), dweight, dbias};
 }
 
 // -------------------------------------------------------------- Autocast ---
@@ -346,8 +347,9 @@ at::Tensor autocast_pq_kernel(const at::Tensor& input, const OptionalTensor& wei
 
 at::Tensor composite(const at::Tensor& input, const OptionalTensor& weight, const OptionalTensor& bias,
                      const ParallelNormSpec& spec) {
-  return formulation::parallel_ln<AtenMaths>(input, present(weight), present(bias),
-                                             grouping(check_tensors(input, weight, bias, spec)));
+  const auto resolved = check_tensors(input, weight, bias, spec);
+  return formulation::parallel_ln<AtenMaths>(input, present(weight), present(bias), grouping(resolved))
+      .contiguous(detail::output_format(input, resolved.layout));
 }
 
 }  // namespace parallel_ln_op

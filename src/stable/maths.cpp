@@ -32,10 +32,11 @@ Tensor StableMaths::mul(const Tensor& a, const Tensor& b) { return call("aten::m
 Tensor StableMaths::div(const Tensor& a, const Tensor& b) { return call("aten::div", "Tensor", a, b); }
 Tensor StableMaths::add(const Tensor& a, double s) { return add(a, scalar(s, a)); }
 Tensor StableMaths::rsub(double s, const Tensor& a) { return sub(scalar(s, a), a); }
-// pow.Tensor_Tensor computes std::pow per element: the exponents ATen's
-// pow.Tensor_Scalar computes otherwise, the formulations' common ones, are
-// computed as it computes them.
+// pow.Tensor_Tensor computes std::pow per element: the formulations' common
+// exponents, which ATen's pow.Tensor_Scalar computes otherwise, are computed
+// as it computes them.
 Tensor StableMaths::pow(const Tensor& a, double e) {
+  if (e == 1.0) return a;  // every use is an operand of a later operation
   if (e == 2.0) return mul(a, a);
   if (e == 3.0) return mul(mul(a, a), a);
   if (e == 0.5) return call("aten::sqrt", "", a);
@@ -55,7 +56,7 @@ Tensor StableMaths::mean_last(const Tensor& a) {
 }
 
 Tensor StableMaths::sum_leading(const Tensor& a, int64_t n) {
-  if (n == 0) return a;
+  if (n == 0) return torch::stable::clone(a);  // a result, never a view of an input
   std::vector<int64_t> axes(static_cast<size_t>(n));
   std::iota(axes.begin(), axes.end(), 0);
   return torch::stable::sum(a, torch::headeronly::IntHeaderOnlyArrayRef(axes));
