@@ -6,7 +6,6 @@
 
 #include <ATen/ATen.h>
 
-#include <numeric>
 #include <vector>
 
 namespace pln::ops {
@@ -27,12 +26,8 @@ struct AtenMaths {
   static Tensor silu(const Tensor& a) { return at::silu(a); }
   static Tensor detach(const Tensor& a) { return a.detach(); }
   static Tensor mean_last(const Tensor& a) { return a.mean(-1, /*keepdim=*/true); }
-  static Tensor sum_leading(const Tensor& a, int64_t n) {
-    if (n == 0) return a.clone();  // a result, never a view of an input
-    std::vector<int64_t> axes(static_cast<size_t>(n));
-    std::iota(axes.begin(), axes.end(), 0);
-    return a.sum(axes);
-  }
+  static Tensor clone(const Tensor& a) { return a.clone(); }
+  static Tensor sum(const Tensor& a, const std::vector<int64_t>& axes) { return a.sum(axes); }
   static Tensor first_of_last(const Tensor& a) { return a.narrow(-1, 0, 1); }
   static Tensor movedim(const Tensor& a, int64_t from, int64_t to) { return a.movedim(from, to); }
   static Tensor unflatten_last(const Tensor& a, int64_t g) { return a.unflatten(-1, {-1, g}); }

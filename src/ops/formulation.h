@@ -11,15 +11,18 @@
 //
 // What `M` provides, each on M::Tensor: add, sub, mul, div; add(t, double),
 // rsub(double, t) (s - t) and pow(t, double); rsqrt, abs, sign, sigmoid, silu,
-// detach; mean_last (keeping the axis), sum_leading(t, n) (over the first n
-// axes; a copy for n = 0), first_of_last (the last axis' first entry);
+// detach, clone; mean_last (keeping the axis), sum(t, axes) (over a non-empty
+// list of axes), first_of_last (the last axis' first entry);
 // movedim, unflatten_last(t, g) ([..., C] as [..., C / g, g]), flatten_last
 // (its inverse), flat ([numel]); compute(t, input) (t in the input's compute
 // type), like_type(t, like) (t in like's dtype); dim.
 
 #include <cstdint>
+#include <numeric>
+#include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace pln::formulation {
 
@@ -60,6 +63,16 @@ template <class M>
 Value<M> centred(const Value<M>& grouped) {
   const Value<M> shifted = grouped - Value<M>(M::detach(M::first_of_last(grouped.get())));
   return shifted - mean_last(shifted);
+}
+
+/// The sum of t over its first n axes: a result of its own, a copy where n = 0
+/// (never a view of an input).
+template <class M>
+typename M::Tensor sum_leading(const typename M::Tensor& t, int64_t n) {
+  if (n == 0) return M::clone(t);
+  std::vector<int64_t> axes(static_cast<size_t>(n));
+  std::iota(axes.begin(), axes.end(), 0);
+  return M::sum(t, axes);
 }
 
 /// A parallel norm's grouping, checked: the feature axis, the group size, eps,
@@ -132,8 +145,8 @@ std::tuple<typename M::Tensor, typename M::Tensor, typename M::Tensor> parallel_
   const int64_t positions = M::dim(input) - 1;  // the axes of grouped before [groups, g]
   const auto& param_type = weight ? *weight : input;
   return {ungrouped<M>(rstd * inner, input, s),
-          M::like_type(M::flat(M::sum_leading((dyg * y).get(), positions)), param_type),
-          M::like_type(M::flat(M::sum_leading(dyg.get(), positions)), param_type)};
+          M::like_type(M::flat(sum_leading<M>((dyg * y).get(), positions)), param_type),
+          M::like_type(M::flat(sum_leading<M>(dyg.get(), positions)), param_type)};
 }
 
 /// The gated norm's options, checked (features last).
@@ -205,7 +218,9 @@ std::tuple<typename M::Tensor, typename M::Tensor, typename M::Tensor, typename 
   const V h = s.gate_before ? x * a : x;
   const auto [n, r] = normalised(in_groups(h), s);
   const V dt = s.gate_before ? in_groups(dy) : in_groups(dy * a);
-  const V dn = weight ? dt * in_groups(M::flat(wide<M>(*weight).get())) : dt;
+  std::optional<V> w;  // [groups, g]
+  if (weight) w = in_groups(M::flat(wide<M>(*weight).get()));
+  const V dn = w ? dt * *w : dt;
   V inner = dn - n * mean_last(dn * n);
   if (s.centering) inner = inner - mean_last(dn);
   const V dh = in_rows(r * inner);
@@ -214,14 +229,14 @@ std::tuple<typename M::Tensor, typename M::Tensor, typename M::Tensor, typename 
     dx = dh * a;
     dz = dh * x * da;
   } else {
-    V t = weight ? n * in_groups(M::flat(wide<M>(*weight).get())) : n;
+    V t = w ? n * *w : n;
     if (bias) t = t + in_groups(M::flat(wide<M>(*bias).get()));
     dz = dy * in_rows(t) * da;
   }
   const int64_t rows = M::dim(input) - 1;  // the axes before [groups, g]
   return {M::like_type(dx.get(), input), M::like_type(dz.get(), input),
-          M::like_type(M::flat(M::sum_leading((dt * n).get(), rows)), input),
-          M::like_type(M::flat(M::sum_leading(dt.get(), rows)), input)};
+          M::like_type(M::flat(sum_leading<M>((dt * n).get(), rows)), input),
+          M::like_type(M::flat(sum_leading<M>(dt.get(), rows)), input)};
 }
 
 }  // namespace pln::formulation

@@ -1,7 +1,6 @@
 #include "stable/maths.h"
 
 #include <array>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -55,10 +54,7 @@ Tensor StableMaths::mean_last(const Tensor& a) {
   return call("aten::mean", "dim", a, last, /*keepdim=*/true, std::optional<ScalarType>());
 }
 
-Tensor StableMaths::sum_leading(const Tensor& a, int64_t n) {
-  if (n == 0) return torch::stable::clone(a);  // a result, never a view of an input
-  std::vector<int64_t> axes(static_cast<size_t>(n));
-  std::iota(axes.begin(), axes.end(), 0);
+Tensor StableMaths::sum(const Tensor& a, const std::vector<int64_t>& axes) {
   return torch::stable::sum(a, torch::headeronly::IntHeaderOnlyArrayRef(axes));
 }
 

@@ -8,6 +8,8 @@
 
 #include "stable/tensors.h"
 
+#include <vector>
+
 namespace pln::stable {
 
 struct StableMaths {
@@ -26,7 +28,8 @@ struct StableMaths {
   static Tensor silu(const Tensor& a);
   static Tensor detach(const Tensor& a);
   static Tensor mean_last(const Tensor& a);
-  static Tensor sum_leading(const Tensor& a, int64_t n);
+  static Tensor clone(const Tensor& a) { return torch::stable::clone(a); }
+  static Tensor sum(const Tensor& a, const std::vector<int64_t>& axes);
   static Tensor first_of_last(const Tensor& a);
   static Tensor movedim(const Tensor& a, int64_t from, int64_t to);
   static Tensor unflatten_last(const Tensor& a, int64_t g);
